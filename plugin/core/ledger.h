@@ -1,0 +1,54 @@
+/*
+ * Who holds which PU. One entry per PU at most: a vCPU of a domain, a domain's emulator,
+ * or a sibling reserved idle for a domain. Domains carry their trust group so the placer
+ * can tell who may share a core. The ledger is what vcpuplace reserved; libvirt is the
+ * truth for what is applied, and the daemon reconciles the two.
+ */
+#pragma once
+
+#include "plan.h"
+#include "topology.h"
+
+typedef enum { VP_OWN_NONE = 0, VP_OWN_VCPU, VP_OWN_EMULATOR, VP_OWN_RESERVED, VP_OWN_LAST } vpOwnKind;
+
+typedef struct {
+    const char *domain;   /* NULL when free */
+    vpOwnKind kind;
+    int vcpu;             /* vCPU index for VP_OWN_VCPU, else -1 */
+} vpOwner;
+
+typedef struct _vpLedger vpLedger;
+
+vpLedger *vpLedgerNew(const vpTopology *topo);
+void vpLedgerFree(vpLedger *ledger);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpLedger, vpLedgerFree)
+
+/* Records a plan (the ledger keeps a copy). Fails, changing nothing, when the domain is
+ * already present or any PU it needs is held by someone else. */
+gboolean vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error);
+/* Frees everything the domain holds; FALSE when it held nothing. */
+gboolean vpLedgerRemove(vpLedger *ledger, const char *domain);
+/* Replaces a domain's plan atomically (rebalance moves, reconcile). */
+gboolean vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error);
+
+const vpPlan *vpLedgerLookup(const vpLedger *ledger, const char *domain);
+/* Owner of logical PU index pu. */
+vpOwner vpLedgerOwner(const vpLedger *ledger, int pu);
+/* Trust group of the domain holding PU pu (NULL when alone or free). */
+const char *vpLedgerGroupAt(const vpLedger *ledger, int pu);
+bool vpLedgerPUFree(const vpLedger *ledger, int pu);
+/* Domain names, sorted (caller frees the array, not the strings). */
+GPtrArray *vpLedgerDomains(const vpLedger *ledger);
+unsigned vpLedgerNDomains(const vpLedger *ledger);
+const vpTopology *vpLedgerTopology(const vpLedger *ledger);
+/* Checks the no-double-booking invariant from scratch (tests, after reconcile). */
+gboolean vpLedgerCheck(const vpLedger *ledger, GError **error);
+
+JsonNode *vpLedgerToJson(const vpLedger *ledger);
+vpLedger *vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error);
+/* Atomic: temp file in the same directory, fsync, rename, fsync the directory. Mode 0600. */
+gboolean vpLedgerSave(const vpLedger *ledger, const char *path, GError **error);
+/* A missing file is an empty ledger; a corrupt or truncated one is an error naming it. */
+vpLedger *vpLedgerLoad(const vpTopology *topo, const char *path, GError **error);
+
+const char *vpOwnKindName(vpOwnKind kind);

@@ -1,0 +1,49 @@
+/*
+ * A placement: which PU each vCPU runs on, what the emulator gets, which sibling PUs are
+ * held idle, the guest topology that matches (pack), and an honest account of how it was
+ * obtained and what was relaxed.
+ */
+#pragma once
+
+#include "policy.h"
+#include "topology.h"
+#include <json-glib/json-glib.h>
+
+typedef enum {
+    VP_HOW_PLACED = 0,   /* computed by the placer */
+    VP_HOW_PINNED,       /* the domain's own <cputune> pins, respected */
+    VP_HOW_ADOPTED,      /* read back from libvirt's live pins (restart, reconnect) */
+    VP_HOW_LAST
+} vpHow;
+
+typedef struct {
+    char *domain;
+    char *group;             /* trust group, NULL = alone */
+    vpPolicy policy;         /* effective policy */
+    vpHow how;
+    unsigned nvcpus;
+    int *vcpu_pu;            /* Linux CPU per vCPU, -1 = not pinned by us */
+    hwloc_bitmap_t emulator; /* Linux CPUs for the emulator threads */
+    hwloc_bitmap_t reserved; /* sibling PUs held idle (isolate), or the dedicated emulator PU */
+    vpLevel level;           /* topology level that holds the vCPUs */
+    int level_index;         /* group index at that level (-1 for HOST) */
+    /* pack: the guest topology lining guest threads up with host siblings */
+    unsigned guest_sockets, guest_cores, guest_threads;
+    bool topology_mismatch;  /* the declared guest topology contradicts the pack layout */
+    bool degraded;
+    char *degraded_reason;   /* exactly what was relaxed, NULL when not degraded */
+} vpPlan;
+
+vpPlan *vpPlanNew(const char *domain, unsigned nvcpus);
+void vpPlanFree(vpPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpPlan, vpPlanFree)
+
+const char *vpHowName(vpHow how);
+/* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator. */
+hwloc_bitmap_t vpPlanHeld(const vpPlan *plan);
+
+/* JSON object in the stable format of golden files and `vcpuplace plan --json`. */
+JsonNode *vpPlanToJson(const vpPlan *plan, const vpTopology *topo);
+vpPlan *vpPlanFromJson(JsonNode *node, GError **error);
+/* Human-readable, one vCPU per line with core / L3 / NUMA. */
+char *vpPlanFormat(const vpPlan *plan, const vpTopology *topo);
