@@ -1,0 +1,474 @@
+/*
+ * The topology model. Builders hand in PUs with opaque ids per level; finalize sorts cores
+ * into hierarchy order (package, NUMA node, L3, cluster, first PU) so that walking cores in
+ * index order walks the machine the way the placer wants to fill it, and so that output is
+ * the same whatever order the builder used.
+ */
+#include "core/topology.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    unsigned os;
+    int key[VP_LEVEL_LAST]; /* per level id from the builder; [VP_LEVEL_CORE] = core id */
+    bool allowed;
+} vpRawPU;
+
+struct _vpTopology {
+    char *source;
+    GArray *raw; /* vpRawPU, builder input */
+    hwloc_bitmap_t offline;
+    bool final;
+
+    GArray *pus;   /* vpPU */
+    GArray *cores; /* vpCore */
+    GArray *groups[VP_LEVEL_LAST];
+    int *pu_by_os;
+    unsigned npu_by_os;
+    int max_smt;
+    hwloc_bitmap_t usable;
+    hwloc_bitmap_t housekeeping;
+};
+
+static const char *const level_names[VP_LEVEL_LAST] = {
+    [VP_LEVEL_CORE] = "core", [VP_LEVEL_CLUSTER] = "cluster", [VP_LEVEL_L3] = "l3",
+    [VP_LEVEL_NUMA] = "numa", [VP_LEVEL_PACKAGE] = "package", [VP_LEVEL_HOST] = "host",
+};
+
+GQuark
+vpErrorQuark(void)
+{
+    return g_quark_from_static_string("vp-error-quark");
+}
+
+const char *
+vpLevelName(vpLevel level)
+{
+    return level < VP_LEVEL_LAST ? level_names[level] : "?";
+}
+
+int
+vpLevelFromName(const char *name)
+{
+    for (int i = 0; i < VP_LEVEL_LAST; i++) {
+        if (g_strcmp0(name, level_names[i]) == 0)
+            return i;
+    }
+    return -1;
+}
+
+hwloc_bitmap_t
+vpCpuListParse(const char *field, const char *list, GError **error)
+{
+    hwloc_bitmap_t set;
+    const char *p;
+
+    if (!list || !*list) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='' is empty, expected a CPU list",
+                    field);
+        return NULL;
+    }
+    /* hwloc's parser accepts things like "0-" (infinite); Linux CPU lists never do. */
+    for (p = list; *p; p++) {
+        if (!g_ascii_isdigit(*p) && *p != ',' && *p != '-') {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not a CPU list (e.g. 0-3,8)",
+                        field, list);
+            return NULL;
+        }
+    }
+    set = hwloc_bitmap_alloc();
+    if (hwloc_bitmap_list_sscanf(set, list) < 0 || hwloc_bitmap_weight(set) < 0 ||
+        list[strlen(list) - 1] == '-' || list[0] == '-' || list[0] == ',' ||
+        hwloc_bitmap_last(set) > 65535) {
+        hwloc_bitmap_free(set);
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not a CPU list (e.g. 0-3,8)",
+                    field, list);
+        return NULL;
+    }
+    return set;
+}
+
+char *
+vpCpuListFormat(hwloc_const_bitmap_t set)
+{
+    char *s = NULL;
+    char *ret;
+
+    if (!set || hwloc_bitmap_iszero(set))
+        return g_strdup("");
+    hwloc_bitmap_list_asprintf(&s, set);
+    ret = g_strdup(s);
+    free(s);
+    return ret;
+}
+
+vpTopology *
+vpTopologyNew(void)
+{
+    vpTopology *topo = g_new0(vpTopology, 1);
+
+    topo->raw = g_array_new(FALSE, TRUE, sizeof(vpRawPU));
+    topo->offline = hwloc_bitmap_alloc();
+    topo->pus = g_array_new(FALSE, TRUE, sizeof(vpPU));
+    topo->cores = g_array_new(FALSE, TRUE, sizeof(vpCore));
+    for (int l = 0; l < VP_LEVEL_LAST; l++)
+        topo->groups[l] = g_array_new(FALSE, TRUE, sizeof(vpGroup));
+    topo->usable = hwloc_bitmap_alloc();
+    topo->housekeeping = hwloc_bitmap_alloc();
+    return topo;
+}
+
+void
+vpTopologyFree(vpTopology *topo)
+{
+    if (!topo)
+        return;
+    for (guint i = 0; i < topo->cores->len; i++)
+        g_free(g_array_index(topo->cores, vpCore, i).pus);
+    for (int l = 0; l < VP_LEVEL_LAST; l++) {
+        for (guint i = 0; i < topo->groups[l]->len; i++)
+            g_free(g_array_index(topo->groups[l], vpGroup, i).cores);
+        g_array_free(topo->groups[l], TRUE);
+    }
+    g_array_free(topo->raw, TRUE);
+    g_array_free(topo->pus, TRUE);
+    g_array_free(topo->cores, TRUE);
+    hwloc_bitmap_free(topo->offline);
+    hwloc_bitmap_free(topo->usable);
+    hwloc_bitmap_free(topo->housekeeping);
+    g_free(topo->pu_by_os);
+    g_free(topo->source);
+    g_free(topo);
+}
+
+void
+vpTopologySetSource(vpTopology *topo, const char *source)
+{
+    g_free(topo->source);
+    topo->source = g_strdup(source);
+}
+
+const char *
+vpTopologyGetSource(const vpTopology *topo)
+{
+    return topo->source ? topo->source : "builder";
+}
+
+void
+vpTopologyAddPU(vpTopology *topo, unsigned os, int package, int numa, int l3, int cluster, int core,
+                bool allowed)
+{
+    vpRawPU raw = {.os = os, .allowed = allowed};
+
+    g_return_if_fail(!topo->final);
+    raw.key[VP_LEVEL_CORE] = core;
+    raw.key[VP_LEVEL_CLUSTER] = cluster;
+    raw.key[VP_LEVEL_L3] = l3;
+    raw.key[VP_LEVEL_NUMA] = numa;
+    raw.key[VP_LEVEL_PACKAGE] = package;
+    raw.key[VP_LEVEL_HOST] = 0;
+    g_array_append_val(topo->raw, raw);
+}
+
+void
+vpTopologyAddOffline(vpTopology *topo, unsigned os)
+{
+    g_return_if_fail(!topo->final);
+    hwloc_bitmap_set(topo->offline, os);
+}
+
+/* A missing level borrows the id of the next level up, made distinct by an offset, so the
+ * machine still has exactly one group per level above every core. */
+static void
+fillMissingKeys(GArray *raw)
+{
+    for (guint i = 0; i < raw->len; i++) {
+        vpRawPU *r = &g_array_index(raw, vpRawPU, i);
+
+        for (int l = VP_LEVEL_PACKAGE; l > VP_LEVEL_CORE; l--) {
+            if (r->key[l] < 0)
+                r->key[l] = (l == VP_LEVEL_PACKAGE) ? 0 : -1 - r->key[l + 1];
+        }
+    }
+}
+
+static int
+rawCompare(gconstpointer a, gconstpointer b)
+{
+    const vpRawPU *x = a, *y = b;
+    static const int order[] = {VP_LEVEL_PACKAGE, VP_LEVEL_NUMA, VP_LEVEL_L3, VP_LEVEL_CLUSTER,
+                                VP_LEVEL_CORE};
+
+    for (gsize i = 0; i < G_N_ELEMENTS(order); i++) {
+        if (x->key[order[i]] != y->key[order[i]])
+            return x->key[order[i]] < y->key[order[i]] ? -1 : 1;
+    }
+    return x->os < y->os ? -1 : x->os > y->os;
+}
+
+/* Cores keep hierarchy order but, within one group path, go by their first PU's number so
+ * that "core 0" is the core of CPU 0 wherever the builder's ids came from. */
+static int
+rawCompareByCoreFirstOS(gconstpointer a, gconstpointer b, gpointer data)
+{
+    const vpRawPU *x = a, *y = b;
+    GHashTable *first = data;
+    static const int order[] = {VP_LEVEL_PACKAGE, VP_LEVEL_NUMA, VP_LEVEL_L3, VP_LEVEL_CLUSTER};
+    unsigned fx, fy;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(order); i++) {
+        if (x->key[order[i]] != y->key[order[i]])
+            return x->key[order[i]] < y->key[order[i]] ? -1 : 1;
+    }
+    fx = GPOINTER_TO_UINT(g_hash_table_lookup(first, GINT_TO_POINTER(x->key[VP_LEVEL_CORE])));
+    fy = GPOINTER_TO_UINT(g_hash_table_lookup(first, GINT_TO_POINTER(y->key[VP_LEVEL_CORE])));
+    if (fx != fy)
+        return fx < fy ? -1 : 1;
+    return x->os < y->os ? -1 : x->os > y->os;
+}
+
+static gboolean
+buildCores(vpTopology *topo, GError **error)
+{
+    g_autoptr(GHashTable) first = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) seen_os = g_hash_table_new(NULL, NULL);
+    /* (level << 32 | id) -> group index */
+    g_autoptr(GHashTable) group_idx =
+        g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    unsigned max_os = 0;
+
+    g_array_sort(topo->raw, rawCompare);
+    for (guint i = 0; i < topo->raw->len; i++) {
+        vpRawPU *r = &g_array_index(topo->raw, vpRawPU, i);
+        gpointer k = GINT_TO_POINTER(r->key[VP_LEVEL_CORE]);
+        gpointer f;
+
+        if (g_hash_table_contains(seen_os, GUINT_TO_POINTER(r->os))) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "CPU %u appears twice in the topology",
+                        r->os);
+            return FALSE;
+        }
+        g_hash_table_add(seen_os, GUINT_TO_POINTER(r->os));
+        if (hwloc_bitmap_isset(topo->offline, r->os)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "CPU %u is both online and offline",
+                        r->os);
+            return FALSE;
+        }
+        if (!g_hash_table_lookup_extended(first, k, NULL, &f) || r->os < GPOINTER_TO_UINT(f))
+            g_hash_table_insert(first, k, GUINT_TO_POINTER(r->os));
+        max_os = MAX(max_os, r->os);
+    }
+    g_array_sort_with_data(topo->raw, rawCompareByCoreFirstOS, first);
+
+    topo->npu_by_os = max_os + 1;
+    topo->pu_by_os = g_new(int, topo->npu_by_os);
+    for (unsigned i = 0; i < topo->npu_by_os; i++)
+        topo->pu_by_os[i] = -1;
+
+    for (guint i = 0; i < topo->raw->len; i++) {
+        vpRawPU *r = &g_array_index(topo->raw, vpRawPU, i);
+        vpPU pu = {.os = r->os, .allowed = r->allowed};
+        vpCore *core =
+            topo->cores->len ? &g_array_index(topo->cores, vpCore, topo->cores->len - 1) : NULL;
+        const vpRawPU *prev = i ? &g_array_index(topo->raw, vpRawPU, i - 1) : NULL;
+
+        if (!prev || prev->key[VP_LEVEL_CORE] != r->key[VP_LEVEL_CORE]) {
+            vpCore c = {.os = (unsigned)r->key[VP_LEVEL_CORE]};
+
+            c.group[VP_LEVEL_CORE] = topo->cores->len;
+            for (int l = VP_LEVEL_CLUSTER; l < VP_LEVEL_LAST; l++) {
+                gint64 key = ((gint64)l << 32) | (guint32)r->key[l];
+                gpointer idx;
+
+                if (!g_hash_table_lookup_extended(group_idx, &key, NULL, &idx)) {
+                    vpGroup g = {.level = l, .os = (unsigned)MAX(r->key[l], 0)};
+
+                    idx = GINT_TO_POINTER(topo->groups[l]->len);
+                    g_hash_table_insert(group_idx, g_memdup2(&key, sizeof(key)), idx);
+                    g_array_append_val(topo->groups[l], g);
+                }
+                c.group[l] = GPOINTER_TO_INT(idx);
+            }
+            g_array_append_val(topo->cores, c);
+            core = &g_array_index(topo->cores, vpCore, topo->cores->len - 1);
+        } else {
+            for (int l = VP_LEVEL_CLUSTER; l < VP_LEVEL_LAST; l++) {
+                if (prev->key[l] != r->key[l]) {
+                    g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                                "CPU %u and CPU %u share a core but not a %s", prev->os, r->os,
+                                vpLevelName(l));
+                    return FALSE;
+                }
+            }
+        }
+        pu.core = topo->cores->len - 1;
+        core->pus = g_renew(int, core->pus, core->npus + 1);
+        core->pus[core->npus++] = topo->pus->len;
+        topo->pu_by_os[r->os] = topo->pus->len;
+        g_array_append_val(topo->pus, pu);
+    }
+    return TRUE;
+}
+
+static void
+buildGroups(vpTopology *topo)
+{
+    for (guint c = 0; c < topo->cores->len; c++) {
+        vpCore *core = &g_array_index(topo->cores, vpCore, c);
+
+        for (int l = VP_LEVEL_CLUSTER; l < VP_LEVEL_LAST; l++) {
+            vpGroup *g = &g_array_index(topo->groups[l], vpGroup, core->group[l]);
+
+            g->cores = g_renew(int, g->cores, g->ncores + 1);
+            g->cores[g->ncores++] = c;
+            for (int p = 0; p < core->npus; p++)
+                g->npus += g_array_index(topo->pus, vpPU, core->pus[p]).usable;
+        }
+        topo->max_smt = MAX(topo->max_smt, core->npus);
+    }
+}
+
+static gboolean
+checkSubset(vpTopology *topo, hwloc_const_bitmap_t set, const char *what, GError **error)
+{
+    g_autofree char *bad = NULL;
+    hwloc_bitmap_t missing;
+    int os;
+
+    if (!set)
+        return TRUE;
+    missing = hwloc_bitmap_dup(set);
+    hwloc_bitmap_foreach_begin(os, set)
+    {
+        if ((unsigned)os < topo->npu_by_os && topo->pu_by_os[os] >= 0)
+            hwloc_bitmap_clr(missing, os);
+        else if (hwloc_bitmap_isset(topo->offline, os))
+            hwloc_bitmap_clr(missing, os);
+    }
+    hwloc_bitmap_foreach_end();
+    if (!hwloc_bitmap_iszero(missing)) {
+        bad = vpCpuListFormat(missing);
+        hwloc_bitmap_free(missing);
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "%s names CPUs %s that this machine does not have", what, bad);
+        return FALSE;
+    }
+    hwloc_bitmap_free(missing);
+    return TRUE;
+}
+
+bool
+vpTopologyFinalize(vpTopology *topo, hwloc_const_bitmap_t host, hwloc_const_bitmap_t housekeeping,
+                   GError **error)
+{
+    g_return_val_if_fail(!topo->final, false);
+    if (topo->raw->len == 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "topology %s has no CPUs",
+                    vpTopologyGetSource(topo));
+        return false;
+    }
+    fillMissingKeys(topo->raw);
+    if (!buildCores(topo, error))
+        return false;
+    if (!checkSubset(topo, host, "host_cpus", error) ||
+        !checkSubset(topo, housekeeping, "housekeeping_cpus", error))
+        return false;
+    if (housekeeping)
+        hwloc_bitmap_copy(topo->housekeeping, housekeeping);
+    for (guint i = 0; i < topo->pus->len; i++) {
+        vpPU *pu = &g_array_index(topo->pus, vpPU, i);
+
+        pu->usable = pu->allowed && (!host || hwloc_bitmap_isset(host, pu->os)) &&
+                     !hwloc_bitmap_isset(topo->housekeeping, pu->os);
+        if (pu->usable)
+            hwloc_bitmap_set(topo->usable, pu->os);
+    }
+    buildGroups(topo);
+    g_array_set_size(topo->raw, 0);
+    topo->final = true;
+    return true;
+}
+
+int
+vpTopologyNPUs(const vpTopology *topo)
+{
+    return topo->pus->len;
+}
+
+int
+vpTopologyNCores(const vpTopology *topo)
+{
+    return topo->cores->len;
+}
+
+int
+vpTopologyNGroups(const vpTopology *topo, vpLevel level)
+{
+    if (level == VP_LEVEL_CORE)
+        return topo->cores->len;
+    return level < VP_LEVEL_LAST ? (int)topo->groups[level]->len : 0;
+}
+
+const vpPU *
+vpTopologyPU(const vpTopology *topo, int pu)
+{
+    g_return_val_if_fail(pu >= 0 && (guint)pu < topo->pus->len, NULL);
+    return &g_array_index(topo->pus, vpPU, pu);
+}
+
+const vpCore *
+vpTopologyCore(const vpTopology *topo, int core)
+{
+    g_return_val_if_fail(core >= 0 && (guint)core < topo->cores->len, NULL);
+    return &g_array_index(topo->cores, vpCore, core);
+}
+
+const vpGroup *
+vpTopologyGroup(const vpTopology *topo, vpLevel level, int idx)
+{
+    g_return_val_if_fail(level > VP_LEVEL_CORE && level < VP_LEVEL_LAST, NULL);
+    g_return_val_if_fail(idx >= 0 && (guint)idx < topo->groups[level]->len, NULL);
+    return &g_array_index(topo->groups[level], vpGroup, idx);
+}
+
+int
+vpTopologyPUByOS(const vpTopology *topo, unsigned os)
+{
+    return os < topo->npu_by_os ? topo->pu_by_os[os] : -1;
+}
+
+int
+vpTopologyMaxSMT(const vpTopology *topo)
+{
+    return topo->max_smt;
+}
+
+hwloc_const_bitmap_t
+vpTopologyUsableSet(const vpTopology *topo)
+{
+    return topo->usable;
+}
+
+hwloc_const_bitmap_t
+vpTopologyHousekeeping(const vpTopology *topo)
+{
+    return topo->housekeeping;
+}
+
+hwloc_const_bitmap_t
+vpTopologyOffline(const vpTopology *topo)
+{
+    return topo->offline;
+}
+
+int
+vpTopologyCoreUsable(const vpTopology *topo, int core)
+{
+    const vpCore *c = vpTopologyCore(topo, core);
+    int n = 0;
+
+    for (int i = 0; i < c->npus; i++)
+        n += vpTopologyPU(topo, c->pus[i])->usable;
+    return n;
+}

@@ -24,26 +24,25 @@ typedef enum {
 } vpLevel;
 
 typedef struct {
-    unsigned os;     /* Linux CPU number */
-    int core;        /* index into cores */
-    bool online;
-    bool allowed;    /* in the process's allowed cpuset (cgroup / affinity) */
-    bool usable;     /* online, allowed, inside the host set, outside housekeeping */
+    unsigned os;  /* Linux CPU number */
+    int core;     /* index into cores */
+    bool allowed; /* in the allowed cpuset (cgroup / affinity) */
+    bool usable;  /* allowed, inside the host set, outside housekeeping */
 } vpPU;
 
 typedef struct {
-    unsigned os;       /* hwloc/Linux core id (not unique across packages) */
+    unsigned os; /* hwloc/Linux core id (not unique across packages) */
     int npus;
-    int *pus;          /* indexes into pus, ascending os */
+    int *pus;                 /* indexes into pus, ascending os */
     int group[VP_LEVEL_LAST]; /* index of the enclosing group per level; [VP_LEVEL_CORE] = self */
 } vpCore;
 
 typedef struct {
     vpLevel level;
-    unsigned os;        /* os index (NUMA node number, package id, L3 id) */
+    unsigned os; /* os index (NUMA node number, package id, L3 id) */
     int ncores;
-    int *cores;         /* ascending */
-    int parent;         /* index in the next level up that has groups, -1 at the top */
+    int *cores; /* ascending */
+    int npus;   /* usable PUs (see vpPU.usable) */
 } vpGroup;
 
 typedef struct _vpTopology vpTopology;
@@ -53,9 +52,12 @@ void vpTopologyFree(vpTopology *topo);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpTopology, vpTopologyFree)
 
 /* Builder: each id is a key unique within its level (e.g. hwloc logical index); -1 for a
- * level the machine does not have (then the core's parent at the next level is used). */
+ * level the machine does not have (the core then gets a group of its own making at that
+ * level, one per group of the next level up). core is unique machine-wide. */
 void vpTopologyAddPU(vpTopology *topo, unsigned os, int package, int numa, int l3, int cluster,
-                     int core, bool online, bool allowed);
+                     int core, bool allowed);
+/* A CPU the machine has but that is offline: shown, never handed out, not in any core. */
+void vpTopologyAddOffline(vpTopology *topo, unsigned os);
 /* Restricts handing out to host \ housekeeping (either may be NULL: all / none) and
  * computes the derived tables. Fails when a set names CPUs the machine does not have. */
 bool vpTopologyFinalize(vpTopology *topo, hwloc_const_bitmap_t host,
@@ -76,9 +78,12 @@ const vpGroup *vpTopologyGroup(const vpTopology *topo, vpLevel level, int idx);
 int vpTopologyPUByOS(const vpTopology *topo, unsigned os);
 /* Most PUs any core has (1 without SMT, 2, 4, 8). */
 int vpTopologyMaxSMT(const vpTopology *topo);
-/* Usable PUs as a Linux CPU set (caller frees). */
-hwloc_bitmap_t vpTopologyUsableSet(const vpTopology *topo);
+/* Usable PUs as a Linux CPU set. */
+hwloc_const_bitmap_t vpTopologyUsableSet(const vpTopology *topo);
 hwloc_const_bitmap_t vpTopologyHousekeeping(const vpTopology *topo);
+hwloc_const_bitmap_t vpTopologyOffline(const vpTopology *topo);
+/* Usable PUs of a core (all of them usable: a "whole" core). */
+int vpTopologyCoreUsable(const vpTopology *topo, int core);
 
 /* Parses a Linux CPU list ("0-3,8,10-11"); an error names field and value. */
 hwloc_bitmap_t vpCpuListParse(const char *field, const char *list, GError **error);
@@ -92,8 +97,8 @@ int vpLevelFromName(const char *name);
 #define VP_ERROR vpErrorQuark()
 GQuark vpErrorQuark(void);
 typedef enum {
-    VP_ERROR_INVALID,    /* bad input: names the field and the value */
-    VP_ERROR_REFUSED,    /* the policy cannot be met on this host now */
-    VP_ERROR_SYSTEM,     /* an OS or library call failed */
+    VP_ERROR_INVALID, /* bad input: names the field and the value */
+    VP_ERROR_REFUSED, /* the policy cannot be met on this host now */
+    VP_ERROR_SYSTEM,  /* an OS or library call failed */
     VP_ERROR_UNSUPPORTED,
 } vpErrorCode;

@@ -1,0 +1,119 @@
+/*
+ * hwloc -> vpTopology. hwloc knows the machine (siblings, caches, NUMA, clusters, offline
+ * and disallowed CPUs); this file only maps its tree onto the model's levels. Offline CPUs
+ * have no PU object in hwloc, only a bit in the complete cpuset, so they are recorded as
+ * offline CPUs without a core.
+ */
+#include "host/hwtopo.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int
+ancestorIndex(hwloc_obj_t pu, hwloc_obj_type_t type)
+{
+    hwloc_obj_t obj = hwloc_get_ancestor_obj_by_type(NULL, type, pu);
+
+    return obj ? (int)obj->logical_index : -1;
+}
+
+static int
+clusterIndex(hwloc_obj_t pu)
+{
+    for (hwloc_obj_t obj = pu->parent; obj; obj = obj->parent) {
+        if (obj->type == HWLOC_OBJ_GROUP && obj->subtype && strcmp(obj->subtype, "Cluster") == 0)
+            return (int)obj->logical_index;
+    }
+    return -1;
+}
+
+/* The NUMA node a PU belongs to is the smallest one whose cpuset holds it: memory-side
+ * nodes (HBM, NVDIMM, CXL) often cover a whole package beside the DRAM node. */
+static int
+numaIndex(hwloc_topology_t hw, hwloc_obj_t pu)
+{
+    hwloc_obj_t node = NULL, best = NULL;
+
+    while ((node = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, node))) {
+        if (!node->cpuset || !hwloc_bitmap_isset(node->cpuset, pu->os_index))
+            continue;
+        if (!best || hwloc_bitmap_weight(node->cpuset) < hwloc_bitmap_weight(best->cpuset))
+            best = node;
+    }
+    return best ? (int)best->logical_index : -1;
+}
+
+static int
+coreIndex(hwloc_topology_t hw, hwloc_obj_t pu)
+{
+    hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(hw, HWLOC_OBJ_CORE, pu);
+
+    /* A PU without a core object is a core of its own; keep its id apart from real cores. */
+    return core ? (int)core->logical_index : (int)(0x40000000u + pu->logical_index);
+}
+
+static gboolean
+loadHwloc(hwloc_topology_t hw, const char *source, GError **error)
+{
+    int rc = 0;
+
+    hwloc_topology_set_flags(hw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+    hwloc_topology_set_io_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_type_filter(hw, HWLOC_OBJ_GROUP, HWLOC_TYPE_FILTER_KEEP_ALL);
+
+    if (g_str_has_prefix(source, "synthetic:"))
+        rc = hwloc_topology_set_synthetic(hw, source + strlen("synthetic:"));
+    else if (strcmp(source, "host") != 0)
+        rc = hwloc_topology_set_xml(hw, source);
+    if (rc < 0 || hwloc_topology_load(hw) < 0) {
+        int err = errno;
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "topology '%s' cannot be loaded by hwloc: %s", source,
+                    err ? g_strerror(err) : "invalid description");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+vpTopology *
+vpHwtopoLoad(const char *source, hwloc_const_bitmap_t host, hwloc_const_bitmap_t housekeeping,
+             GError **error)
+{
+    g_autoptr(vpTopology) topo = vpTopologyNew();
+    hwloc_topology_t hw;
+    hwloc_const_bitmap_t allowed, complete, online;
+    hwloc_obj_t pu = NULL;
+    int os;
+
+    if (!source)
+        source = "host";
+    if (hwloc_topology_init(&hw) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "hwloc_topology_init: %s", g_strerror(errno));
+        return NULL;
+    }
+    if (!loadHwloc(hw, source, error)) {
+        hwloc_topology_destroy(hw);
+        return NULL;
+    }
+    allowed = hwloc_topology_get_allowed_cpuset(hw);
+    complete = hwloc_topology_get_complete_cpuset(hw);
+    online = hwloc_topology_get_topology_cpuset(hw);
+    while ((pu = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_PU, pu))) {
+        vpTopologyAddPU(topo, pu->os_index, ancestorIndex(pu, HWLOC_OBJ_PACKAGE), numaIndex(hw, pu),
+                        ancestorIndex(pu, HWLOC_OBJ_L3CACHE), clusterIndex(pu), coreIndex(hw, pu),
+                        hwloc_bitmap_isset(allowed, pu->os_index));
+    }
+    hwloc_bitmap_foreach_begin(os, complete)
+    {
+        if (!hwloc_bitmap_isset(online, os))
+            vpTopologyAddOffline(topo, os);
+    }
+    hwloc_bitmap_foreach_end();
+    hwloc_topology_destroy(hw);
+
+    vpTopologySetSource(topo, source);
+    if (!vpTopologyFinalize(topo, host, housekeeping, error))
+        return NULL;
+    return g_steal_pointer(&topo);
+}

@@ -3,7 +3,6 @@
  * synthetic description. Source syntax:
  *   NULL or "host"        the running machine
  *   "synthetic:STRING"    hwloc synthetic, e.g. "synthetic:pack:2 l3:2 core:4 pu:2"
- *   "fsroot:DIR"          a sysfs/procfs tree gathered from another machine
  *   anything else          a path to an hwloc XML file
  * host / housekeeping restrict which Linux CPUs may be handed out (NULL: all / none).
  */
