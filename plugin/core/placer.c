@@ -1,0 +1,714 @@
+/*
+ * The placer, in the manner of select_idle_sibling(): small questions asked at one
+ * topology level at a time.
+ *
+ * 1. Snapshot every core once: how many usable PUs are free, and who holds the others
+ *    (nobody, the requester's trust group, VMs that said smt=share, or strangers).
+ * 2. Walk locality levels from the smallest groups up (auto: L3, NUMA node, package, host,
+ *    ordered by group size since an L3 can be larger than a NUMA node), and at each level
+ *    try the policy's tiers from strictest to loosest, e.g. for spread: free cores (then the
+ *    VM's own siblings), then siblings of the same trust group. Among the groups where a
+ *    tier fits, take the best fit (least sibling sharing, then fewest free PUs left behind)
+ *    so that big holes stay whole for big VMs.
+ * 3. Only when no group of any level fits may spread and share use siblings of other trust
+ *    groups: that is what "no two untrusted VMs on one core while a free core exists" means.
+ * 4. Otherwise refuse, with the figures an operator needs, or, with unmet=degrade, relax
+ *    the policy one step (isolate/pack -> spread, forced locality -> auto) and say so.
+ */
+#include "core/placer.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+
+typedef enum {
+    REL_NONE = 0, /* no PU of the core is held */
+    REL_GROUP,    /* held only by the requester's trust group */
+    REL_SHARE,    /* held by VMs that asked for smt=share (they accept any neighbour) */
+    REL_FOREIGN,  /* held by a VM of another trust group */
+} vpRel;
+
+typedef enum {
+    TIER_WHOLE,        /* isolate, pack: whole free cores only */
+    TIER_SPREAD,       /* a free core per vCPU, then the VM's own siblings */
+    TIER_SPREAD_GROUP, /* ... then siblings held by the same trust group */
+    TIER_SPREAD_ANY,   /* ... then any free sibling (no free core left anywhere) */
+    TIER_SHARE,        /* fill cores of the group / of share VMs, then whole free cores */
+    TIER_SHARE_ANY,    /* ... then any free PU */
+} vpTier;
+
+typedef struct {
+    const vpTopology *topo;
+    const vpLedger *ledger;
+    const vpRequest *req;
+    int ncores;
+    int *nfree; /* usable free PUs per core */
+    int *nusable;
+    vpRel *rel;
+    bool *pufree; /* per logical PU: usable and not held */
+} vpCtx;
+
+typedef struct {
+    int n;            /* PUs picked */
+    int *pus;         /* logical PU per vCPU */
+    int nshared;      /* vCPUs that share a core with another vCPU of the VM */
+    int leftover;     /* free PUs the group keeps */
+    GArray *reserved; /* logical PUs held idle */
+} vpPick;
+
+static void
+pickInit(vpPick *pick, unsigned n)
+{
+    memset(pick, 0, sizeof(*pick));
+    pick->pus = g_new(int, n);
+    pick->reserved = g_array_new(FALSE, FALSE, sizeof(int));
+}
+
+static void
+pickClear(vpPick *pick)
+{
+    g_free(pick->pus);
+    if (pick->reserved)
+        g_array_free(pick->reserved, TRUE);
+    memset(pick, 0, sizeof(*pick));
+}
+
+static void
+pickReset(vpPick *pick)
+{
+    pick->n = 0;
+    pick->nshared = 0;
+    pick->leftover = 0;
+    g_array_set_size(pick->reserved, 0);
+}
+
+static vpRel
+relationOf(const vpCtx *ctx, const vpPlan *owner)
+{
+    const char *group = ctx->req->policy.group;
+
+    if (owner->group && group && strcmp(owner->group, group) == 0)
+        return REL_GROUP;
+    if (owner->policy.smt == VP_SMT_SHARE)
+        return REL_SHARE;
+    return REL_FOREIGN;
+}
+
+static void
+ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequest *req)
+{
+    g_autoptr(GHashTable) rel_by_domain = g_hash_table_new(NULL, NULL);
+
+    ctx->topo = topo;
+    ctx->ledger = ledger;
+    ctx->req = req;
+    ctx->ncores = vpTopologyNCores(topo);
+    ctx->nfree = g_new0(int, ctx->ncores);
+    ctx->nusable = g_new0(int, ctx->ncores);
+    ctx->rel = g_new0(vpRel, ctx->ncores);
+    ctx->pufree = g_new0(bool, vpTopologyNPUs(topo));
+
+    for (int c = 0; c < ctx->ncores; c++) {
+        const vpCore *core = vpTopologyCore(topo, c);
+
+        for (int i = 0; i < core->npus; i++) {
+            int pu = core->pus[i];
+            vpOwner owner = ledger ? vpLedgerOwner(ledger, pu) : (vpOwner){NULL, VP_OWN_NONE, -1};
+            gpointer r;
+
+            if (!owner.domain) {
+                if (vpTopologyPU(topo, pu)->usable) {
+                    ctx->nusable[c]++;
+                    ctx->nfree[c]++;
+                    ctx->pufree[pu] = true;
+                }
+                continue;
+            }
+            ctx->nusable[c] += vpTopologyPU(topo, pu)->usable;
+            if (!g_hash_table_lookup_extended(rel_by_domain, owner.domain, NULL, &r)) {
+                const vpPlan *plan = vpLedgerLookup(ledger, owner.domain);
+
+                r = GINT_TO_POINTER(plan ? relationOf(ctx, plan) : REL_FOREIGN);
+                g_hash_table_insert(rel_by_domain, (gpointer)owner.domain, r);
+            }
+            ctx->rel[c] = MAX(ctx->rel[c], (vpRel)GPOINTER_TO_INT(r));
+        }
+    }
+}
+
+static void
+ctxClear(vpCtx *ctx)
+{
+    g_free(ctx->nfree);
+    g_free(ctx->nusable);
+    g_free(ctx->rel);
+    g_free(ctx->pufree);
+}
+
+/* A core every PU of which is usable and free: isolate and pack own such cores. */
+static bool
+coreWhole(const vpCtx *ctx, int c)
+{
+    return ctx->rel[c] == REL_NONE && ctx->nfree[c] > 0 &&
+           ctx->nfree[c] == vpTopologyCore(ctx->topo, c)->npus;
+}
+
+/* A core no VM holds anything on (housekeeping siblings do not count against it). */
+static bool
+coreIdle(const vpCtx *ctx, int c)
+{
+    return ctx->rel[c] == REL_NONE && ctx->nfree[c] > 0;
+}
+
+static void
+takeFree(const vpCtx *ctx, int c, int limit, vpPick *pick, int n)
+{
+    const vpCore *core = vpTopologyCore(ctx->topo, c);
+
+    for (int i = 0; i < core->npus && pick->n < n && limit > 0; i++) {
+        int pu = core->pus[i];
+        bool used = false;
+
+        if (!ctx->pufree[pu])
+            continue;
+        for (int k = 0; k < pick->n; k++)
+            used |= pick->pus[k] == pu;
+        if (used)
+            continue;
+        pick->pus[pick->n++] = pu;
+        limit--;
+    }
+}
+
+static void
+reserveRest(const vpCtx *ctx, int c, vpPick *pick)
+{
+    const vpCore *core = vpTopologyCore(ctx->topo, c);
+
+    for (int i = 0; i < core->npus; i++) {
+        int pu = core->pus[i];
+        bool used = false;
+
+        if (!ctx->pufree[pu])
+            continue;
+        for (int k = 0; k < pick->n; k++)
+            used |= pick->pus[k] == pu;
+        if (!used)
+            g_array_append_val(pick->reserved, pu);
+    }
+}
+
+static void
+pickIsolate(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
+{
+    for (int i = 0; i < g->ncores && pick->n < n; i++) {
+        int c = g->cores[i];
+
+        if (!coreWhole(ctx, c))
+            continue;
+        takeFree(ctx, c, 1, pick, n);
+        reserveRest(ctx, c, pick);
+    }
+}
+
+/* Bigger cores first, so that on hybrid machines guest thread pairs land on real sibling
+ * pairs; the sort is stable, so cores of one size keep topology order. */
+static void
+pickPack(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
+{
+    int maxsmt = vpTopologyMaxSMT(ctx->topo);
+
+    for (int size = maxsmt; size > 0 && pick->n < n; size--) {
+        for (int i = 0; i < g->ncores && pick->n < n; i++) {
+            int c = g->cores[i];
+
+            if (!coreWhole(ctx, c) || vpTopologyCore(ctx->topo, c)->npus != size)
+                continue;
+            takeFree(ctx, c, size, pick, n);
+            reserveRest(ctx, c, pick);
+        }
+    }
+}
+
+static void
+pickSpread(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
+{
+    g_autofree int *taken = g_new(int, MIN(g->ncores, n));
+    int ntaken = 0;
+    bool progress = true;
+
+    for (int i = 0; i < g->ncores && pick->n < n; i++) {
+        if (coreIdle(ctx, g->cores[i])) {
+            takeFree(ctx, g->cores[i], 1, pick, n);
+            taken[ntaken++] = g->cores[i];
+        }
+    }
+    while (pick->n < n && progress) {
+        int before = pick->n;
+
+        for (int i = 0; i < ntaken && pick->n < n; i++)
+            takeFree(ctx, taken[i], 1, pick, n);
+        pick->nshared += pick->n - before;
+        progress = pick->n > before;
+    }
+    if (tier >= TIER_SPREAD_GROUP) {
+        for (int i = 0; i < g->ncores && pick->n < n; i++) {
+            if (ctx->rel[g->cores[i]] == REL_GROUP)
+                takeFree(ctx, g->cores[i], INT_MAX, pick, n);
+        }
+    }
+    if (tier >= TIER_SPREAD_ANY) {
+        for (int rel = REL_SHARE; rel <= REL_FOREIGN; rel++) {
+            for (int i = 0; i < g->ncores && pick->n < n; i++) {
+                if (ctx->rel[g->cores[i]] == (vpRel)rel)
+                    takeFree(ctx, g->cores[i], INT_MAX, pick, n);
+            }
+        }
+    }
+}
+
+static void
+pickShare(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
+{
+    static const vpRel order[] = {REL_GROUP, REL_SHARE, REL_NONE, REL_FOREIGN};
+
+    for (gsize r = 0; r < G_N_ELEMENTS(order); r++) {
+        if (order[r] == REL_FOREIGN && tier < TIER_SHARE_ANY)
+            break;
+        for (int i = 0; i < g->ncores && pick->n < n; i++) {
+            if (ctx->rel[g->cores[i]] == order[r])
+                takeFree(ctx, g->cores[i], INT_MAX, pick, n);
+        }
+    }
+}
+
+static void
+pickInGroup(const vpCtx *ctx, const vpGroup *g, vpSmt smt, vpTier tier, int n, vpPick *pick)
+{
+    int freepus = 0;
+
+    pickReset(pick);
+    switch (smt) {
+    case VP_SMT_ISOLATE:
+        pickIsolate(ctx, g, n, pick);
+        break;
+    case VP_SMT_PACK:
+        pickPack(ctx, g, n, pick);
+        break;
+    case VP_SMT_SPREAD:
+        pickSpread(ctx, g, n, tier, pick);
+        break;
+    case VP_SMT_SHARE:
+    case VP_SMT_LAST:
+        pickShare(ctx, g, n, tier, pick);
+        break;
+    }
+    for (int i = 0; i < g->ncores; i++)
+        freepus += ctx->nfree[g->cores[i]];
+    pick->leftover = freepus - pick->n - (int)pick->reserved->len;
+}
+
+static const vpTier *
+tiersFor(vpSmt smt, int *ntiers)
+{
+    static const vpTier whole[] = {TIER_WHOLE};
+    static const vpTier spread[] = {TIER_SPREAD, TIER_SPREAD_GROUP};
+    static const vpTier share[] = {TIER_SHARE};
+
+    switch (smt) {
+    case VP_SMT_ISOLATE:
+    case VP_SMT_PACK:
+        *ntiers = G_N_ELEMENTS(whole);
+        return whole;
+    case VP_SMT_SPREAD:
+        *ntiers = G_N_ELEMENTS(spread);
+        return spread;
+    default:
+        *ntiers = G_N_ELEMENTS(share);
+        return share;
+    }
+}
+
+static bool
+better(const vpPick *a, const vpPick *b)
+{
+    if (a->nshared != b->nshared)
+        return a->nshared < b->nshared;
+    return a->leftover < b->leftover;
+}
+
+static vpLevel
+localityLevel(vpLocality locality)
+{
+    switch (locality) {
+    case VP_LOCALITY_L3:
+        return VP_LEVEL_L3;
+    case VP_LOCALITY_NUMA:
+        return VP_LEVEL_NUMA;
+    case VP_LOCALITY_PACKAGE:
+        return VP_LEVEL_PACKAGE;
+    default:
+        return VP_LEVEL_HOST;
+    }
+}
+
+/* Locality levels to try, smallest groups first. */
+static int
+levelsFor(const vpTopology *topo, vpLocality locality, vpLevel *out)
+{
+    static const vpLevel all[] = {VP_LEVEL_L3, VP_LEVEL_NUMA, VP_LEVEL_PACKAGE, VP_LEVEL_HOST};
+    int n = 0;
+
+    if (locality != VP_LOCALITY_AUTO) {
+        out[0] = localityLevel(locality);
+        return 1;
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
+        out[n++] = all[i];
+    /* insertion sort by PUs per group: tiny n, and stable */
+    for (int i = 1; i < n; i++) {
+        for (int j = i; j > 0; j--) {
+            double a = (double)vpTopologyNPUs(topo) / vpTopologyNGroups(topo, out[j - 1]);
+            double b = (double)vpTopologyNPUs(topo) / vpTopologyNGroups(topo, out[j]);
+
+            if (b >= a)
+                break;
+            vpLevel t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    }
+    return n;
+}
+
+typedef struct {
+    vpLevel level;
+    int index;
+    vpPick pick;
+} vpChoice;
+
+static bool
+searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpChoice *best)
+{
+    vpPick cand;
+    bool found = false;
+
+    pickInit(&cand, n);
+    for (int gi = 0; gi < vpTopologyNGroups(ctx->topo, level); gi++) {
+        const vpGroup *g = vpTopologyGroup(ctx->topo, level, gi);
+
+        if (g->npus < n)
+            continue;
+        pickInGroup(ctx, g, smt, tier, n, &cand);
+        if (cand.n < n || (found && !better(&cand, &best->pick)))
+            continue;
+        vpPick tmp = best->pick;
+        best->pick = cand;
+        cand = tmp;
+        best->level = level;
+        best->index = gi;
+        found = true;
+    }
+    pickClear(&cand);
+    return found;
+}
+
+static bool
+search(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best)
+{
+    vpLevel levels[4];
+    int nlevels = levelsFor(ctx->topo, locality, levels);
+    int ntiers;
+    const vpTier *tiers = tiersFor(smt, &ntiers);
+
+    for (int l = 0; l < nlevels; l++) {
+        for (int t = 0; t < ntiers; t++) {
+            if (searchLevel(ctx, levels[l], smt, tiers[t], n, best))
+                return true;
+        }
+    }
+    /* Siblings of other trust groups, only once no group of any level has room. */
+    if (smt == VP_SMT_SPREAD)
+        return searchLevel(ctx, levels[nlevels - 1], smt, TIER_SPREAD_ANY, n, best);
+    if (smt == VP_SMT_SHARE)
+        return searchLevel(ctx, levels[nlevels - 1], smt, TIER_SHARE_ANY, n, best);
+    return false;
+}
+
+static const char *
+levelPhrase(vpLevel level)
+{
+    switch (level) {
+    case VP_LEVEL_L3:
+        return "L3 group";
+    case VP_LEVEL_NUMA:
+        return "NUMA node";
+    case VP_LEVEL_PACKAGE:
+        return "package";
+    case VP_LEVEL_CLUSTER:
+        return "cluster";
+    default:
+        return "host";
+    }
+}
+
+/* What the policy counts as room in one group: whole cores for isolate, PUs of whole cores
+ * for pack, free PUs otherwise. */
+static int
+roomIn(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
+{
+    int room = 0;
+
+    for (int i = 0; i < g->ncores; i++) {
+        int c = g->cores[i];
+
+        if (smt == VP_SMT_ISOLATE)
+            room += coreWhole(ctx, c);
+        else if (smt == VP_SMT_PACK)
+            room += coreWhole(ctx, c) ? ctx->nfree[c] : 0;
+        else
+            room += ctx->nfree[c];
+    }
+    return room;
+}
+
+static char *
+refusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    vpLevel levels[4];
+    int nlevels = levelsFor(ctx->topo, locality, levels);
+    const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
+                       : smt == VP_SMT_PACK  ? "free PUs on whole cores"
+                                             : "free PUs";
+
+    g_string_printf(s, "%d vCPUs with smt=%s need %d %s", n, vpSmtName(smt), n, unit);
+    if (locality != VP_LOCALITY_AUTO)
+        g_string_append_printf(s, " within one %s", levelPhrase(levels[0]));
+    for (int l = 0; l < nlevels; l++) {
+        int best = 0;
+
+        for (int gi = 0; gi < vpTopologyNGroups(ctx->topo, levels[l]); gi++)
+            best = MAX(best, roomIn(ctx, vpTopologyGroup(ctx->topo, levels[l], gi), smt));
+        g_string_append_printf(s, "%s the %s%s has %d", l == 0 ? ";" : ",",
+                               levels[l] == VP_LEVEL_HOST ? "" : "best ", levelPhrase(levels[l]),
+                               best);
+    }
+    return g_string_free(g_steal_pointer(&s), FALSE);
+}
+
+static void
+planSet(vpPlan *plan, const vpTopology *topo, const vpChoice *choice)
+{
+    for (int i = 0; i < choice->pick.n; i++)
+        plan->vcpu_pu[i] = vpTopologyPU(topo, choice->pick.pus[i])->os;
+    for (guint i = 0; i < choice->pick.reserved->len; i++)
+        hwloc_bitmap_set(plan->reserved,
+                         vpTopologyPU(topo, g_array_index(choice->pick.reserved, int, i))->os);
+    plan->level = choice->level;
+    plan->level_index = choice->level == VP_LEVEL_HOST ? -1 : choice->index;
+}
+
+/* Guest threads per core that line up with the host cores pack took: the largest divisor
+ * of the smallest core's size that also divides the vCPU count. */
+static void
+packTopology(vpPlan *plan, const vpTopology *topo, const vpRequest *req, const vpChoice *choice)
+{
+    int smallest = vpTopologyMaxSMT(topo);
+    int t;
+
+    for (int i = 0; i < choice->pick.n; i++) {
+        int core = vpTopologyPU(topo, choice->pick.pus[i])->core;
+
+        smallest = MIN(smallest, vpTopologyCore(topo, core)->npus);
+    }
+    for (t = smallest; t > 1; t--) {
+        if (smallest % t == 0 && plan->nvcpus % t == 0)
+            break;
+    }
+    plan->guest_sockets = 1;
+    plan->guest_cores = plan->nvcpus / t;
+    plan->guest_threads = t;
+    plan->topology_mismatch = req->threads > 0 && req->threads != (unsigned)t;
+}
+
+static bool
+pickEmulatorPU(const vpCtx *ctx, vpPlan *plan, vpChoice *choice)
+{
+    const vpTopology *topo = ctx->topo;
+    int os = hwloc_bitmap_first(plan->reserved);
+
+    if (os < 0) {
+        /* a free sibling of one of our vCPUs, else a free PU of an idle core */
+        for (int pass = 0; pass < 2 && os < 0; pass++) {
+            for (int c = 0; c < ctx->ncores && os < 0; c++) {
+                const vpCore *core = vpTopologyCore(topo, c);
+                bool ours = false;
+
+                for (int i = 0; i < choice->pick.n; i++)
+                    ours |= vpTopologyPU(topo, choice->pick.pus[i])->core == c;
+                if (pass == 0 ? !ours : !coreIdle(ctx, c))
+                    continue;
+                for (int i = 0; i < core->npus && os < 0; i++) {
+                    int pu = core->pus[i];
+                    bool used = false;
+
+                    for (int k = 0; k < choice->pick.n; k++)
+                        used |= choice->pick.pus[k] == pu;
+                    if (ctx->pufree[pu] && !used)
+                        os = vpTopologyPU(topo, pu)->os;
+                }
+            }
+        }
+    }
+    if (os < 0)
+        return false;
+    hwloc_bitmap_set(plan->reserved, os);
+    hwloc_bitmap_only(plan->emulator, os);
+    return true;
+}
+
+static void degrade(vpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static void
+degrade(vpPlan *plan, const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *msg = NULL;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    plan->degraded = true;
+    if (plan->degraded_reason) {
+        char *joined = g_strdup_printf("%s; %s", plan->degraded_reason, msg);
+
+        g_free(plan->degraded_reason);
+        plan->degraded_reason = joined;
+    } else {
+        plan->degraded_reason = g_steal_pointer(&msg);
+    }
+}
+
+static gboolean
+placeEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
+{
+    hwloc_const_bitmap_t hk = vpTopologyHousekeeping(ctx->topo);
+
+    for (unsigned i = 0; i < plan->nvcpus; i++)
+        hwloc_bitmap_set(plan->emulator, plan->vcpu_pu[i]);
+    hwloc_bitmap_or(plan->emulator, plan->emulator, plan->reserved);
+
+    switch (ctx->req->policy.emulator) {
+    case VP_EMULATOR_HOUSEKEEPING:
+        if (!hwloc_bitmap_iszero(hk))
+            hwloc_bitmap_copy(plan->emulator, hk);
+        return TRUE;
+    case VP_EMULATOR_DEDICATED:
+        if (pickEmulatorPU(ctx, plan, choice))
+            return TRUE;
+        if (ctx->req->policy.unmet == VP_UNMET_REFUSE) {
+            g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                        "emulator=dedicated needs one more free PU for domain '%s'; none is left",
+                        plan->domain);
+            return FALSE;
+        }
+        degrade(plan, "emulator=dedicated relaxed to emulator=vcpus: no free PU left");
+        return TRUE;
+    default:
+        return TRUE;
+    }
+}
+
+static vpPlan *
+placePinned(const vpTopology *topo, const vpRequest *req)
+{
+    g_autoptr(vpPlan) plan = vpPlanNew(req->name, req->vcpus);
+
+    vpPolicyCopy(&plan->policy, &req->policy);
+    plan->group = g_strdup(req->policy.group);
+    plan->how = VP_HOW_PINNED;
+    plan->level = VP_LEVEL_HOST;
+    plan->level_index = -1;
+    for (unsigned i = 0; i < req->vcpus; i++) {
+        hwloc_const_bitmap_t pin = req->pins ? req->pins[i] : NULL;
+
+        if (pin && hwloc_bitmap_weight(pin) == 1 &&
+            vpTopologyPUByOS(topo, hwloc_bitmap_first(pin)) >= 0)
+            plan->vcpu_pu[i] = hwloc_bitmap_first(pin);
+    }
+    if (req->emulator_pin)
+        hwloc_bitmap_copy(plan->emulator, req->emulator_pin);
+    return g_steal_pointer(&plan);
+}
+
+vpPlan *
+vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GError **error)
+{
+    g_autoptr(vpPlan) plan = NULL;
+    vpCtx ctx;
+    vpChoice choice = {0};
+    vpSmt smt = req->policy.smt;
+    vpLocality locality = req->policy.locality;
+    int n = (int)req->vcpus;
+    int usable = hwloc_bitmap_weight(vpTopologyUsableSet(topo));
+    bool found;
+
+    if (req->vcpus == 0 || req->vcpus > req->max_vcpus) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain '%s': vcpus=%u is not within 1..%u",
+                    req->name, req->vcpus, req->max_vcpus);
+        return NULL;
+    }
+    if (req->has_pins)
+        return placePinned(topo, req);
+    if (n > usable) {
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "domain '%s': %d vCPUs exceed the %d PUs this host may hand out", req->name, n,
+                    usable);
+        return NULL;
+    }
+
+    plan = vpPlanNew(req->name, req->vcpus);
+    vpPolicyCopy(&plan->policy, &req->policy);
+    plan->group = g_strdup(req->policy.group);
+    plan->how = VP_HOW_PLACED;
+
+    ctxInit(&ctx, topo, ledger, req);
+    pickInit(&choice.pick, n);
+    found = search(&ctx, smt, locality, n, &choice);
+    if (!found && locality != VP_LOCALITY_AUTO && req->policy.unmet == VP_UNMET_DEGRADE) {
+        found = search(&ctx, smt, VP_LOCALITY_AUTO, n, &choice);
+        if (found)
+            degrade(plan, "locality=%s relaxed to locality=auto: no single %s has room",
+                    vpLocalityName(locality), levelPhrase(localityLevel(locality)));
+    }
+    if (!found && (smt == VP_SMT_ISOLATE || smt == VP_SMT_PACK) &&
+        req->policy.unmet == VP_UNMET_DEGRADE) {
+        g_autofree char *why = refusalText(&ctx, smt, locality, n);
+
+        found = search(&ctx, VP_SMT_SPREAD, VP_LOCALITY_AUTO, n, &choice);
+        if (found)
+            degrade(plan, "smt=%s relaxed to smt=spread: %s", vpSmtName(smt), why);
+    }
+    if (!found) {
+        g_autofree char *why = refusalText(&ctx, smt, locality, n);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED, "domain '%s': %s", req->name, why);
+        goto fail;
+    }
+
+    planSet(plan, topo, &choice);
+    if (smt == VP_SMT_PACK && !plan->degraded)
+        packTopology(plan, topo, req, &choice);
+    if (!placeEmulator(&ctx, plan, &choice, error))
+        goto fail;
+
+    pickClear(&choice.pick);
+    ctxClear(&ctx);
+    return g_steal_pointer(&plan);
+
+fail:
+    pickClear(&choice.pick);
+    ctxClear(&ctx);
+    return NULL;
+}

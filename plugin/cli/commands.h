@@ -1,0 +1,17 @@
+/*
+ * `vcpuplace` subcommands. Each takes the arguments after its name (argv[0] is the
+ * subcommand) and returns the process exit code: 0 success (placed), 1 bad input or
+ * failure, 2 refused by policy.
+ */
+#pragma once
+
+#define VP_EXIT_OK 0
+#define VP_EXIT_ERROR 1
+#define VP_EXIT_REFUSED 2
+
+int vpCmdPlan(int argc, char **argv);
+int vpCmdSimulate(int argc, char **argv);
+int vpCmdTopology(int argc, char **argv);
+int vpCmdStatus(int argc, char **argv);
+int vpCmdPolicy(int argc, char **argv);
+int vpCmdPinConfig(int argc, char **argv);
