@@ -13,6 +13,10 @@
 #include <hwloc.h>
 #include <stdbool.h>
 
+/* hwloc bitmaps with g_autoptr: g_autoptr(vpBitmap) set = hwloc_bitmap_alloc(); */
+typedef struct hwloc_bitmap_s vpBitmap;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpBitmap, hwloc_bitmap_free)
+
 typedef enum {
     VP_LEVEL_CORE = 0,
     VP_LEVEL_CLUSTER,

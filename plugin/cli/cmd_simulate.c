@@ -1,0 +1,227 @@
+/*
+ * vcpuplace simulate: replays a start/stop trace through the real placer and ledger, one
+ * event at a time, and scores the outcome. Decision times are measured around vpPlace()
+ * alone, so they are the placer's cost, not the parser's.
+ */
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/trace.h"
+#include "core/placer.h"
+#include "core/score.h"
+
+#include <stdio.h>
+#include <time.h>
+
+typedef struct {
+    const vpTopology *topo;
+    vpLedger *ledger;
+    vpScore *score;
+    JsonBuilder *events; /* NULL unless --json */
+    gboolean quiet;
+} vpSim;
+
+static double
+nowUs(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void
+report(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, const char *outcome, const vpPlan *plan,
+       const char *reason)
+{
+    if (sim->events) {
+        json_builder_begin_object(sim->events);
+        json_builder_set_member_name(sim->events, "line");
+        json_builder_add_int_value(sim->events, lineno);
+        json_builder_set_member_name(sim->events, "op");
+        json_builder_add_string_value(sim->events, ev->op == VP_TRACE_START ? "start" : "stop");
+        json_builder_set_member_name(sim->events, "name");
+        json_builder_add_string_value(sim->events, ev->name);
+        json_builder_set_member_name(sim->events, "outcome");
+        json_builder_add_string_value(sim->events, outcome);
+        if (plan) {
+            json_builder_set_member_name(sim->events, "plan");
+            json_builder_add_value(sim->events, vpPlanToJson(plan, sim->topo));
+        }
+        if (reason) {
+            json_builder_set_member_name(sim->events, "reason");
+            json_builder_add_string_value(sim->events, reason);
+        }
+        json_builder_end_object(sim->events);
+        return;
+    }
+    if (sim->quiet)
+        return;
+    if (ev->op == VP_TRACE_STOP) {
+        printf("%6u stop  %-16s %s\n", lineno, ev->name, outcome);
+    } else if (plan) {
+        g_autoptr(vpBitmap) cpus = hwloc_bitmap_alloc();
+        g_autofree char *list = NULL;
+
+        for (unsigned i = 0; i < plan->nvcpus; i++)
+            hwloc_bitmap_set(cpus, plan->vcpu_pu[i]);
+        list = vpCpuListFormat(cpus);
+        printf("%6u start %-16s %2u vCPUs smt=%-7s %s: %s %d cpus %s%s%s\n", lineno, ev->name,
+               ev->req->vcpus, vpSmtName(ev->req->policy.smt), outcome, vpLevelName(plan->level),
+               plan->level_index, list, plan->degraded ? "; degraded: " : "",
+               plan->degraded ? plan->degraded_reason : "");
+    } else {
+        printf("%6u start %-16s %2u vCPUs smt=%-7s %s: %s\n", lineno, ev->name, ev->req->vcpus,
+               vpSmtName(ev->req->policy.smt), outcome, reason);
+    }
+}
+
+static gboolean
+step(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, GError **error)
+{
+    g_autoptr(vpPlan) plan = NULL;
+    g_autoptr(GError) why = NULL;
+    double t0, us;
+
+    if (ev->op == VP_TRACE_STOP) {
+        if (!vpLedgerRemove(sim->ledger, ev->name)) {
+            report(sim, lineno, ev, "not-running", NULL, NULL);
+            return TRUE;
+        }
+        vpScoreStopped(sim->score, ev->name);
+        report(sim, lineno, ev, "stopped", NULL, NULL);
+        return TRUE;
+    }
+    if (vpLedgerLookup(sim->ledger, ev->name)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "'%s' is started twice", ev->name);
+        return FALSE;
+    }
+    t0 = nowUs();
+    plan = vpPlace(sim->topo, sim->ledger, ev->req, &why);
+    us = nowUs() - t0;
+    if (!plan) {
+        if (!g_error_matches(why, VP_ERROR, VP_ERROR_REFUSED)) {
+            g_propagate_error(error, g_steal_pointer(&why));
+            return FALSE;
+        }
+        vpScoreRefused(sim->score, ev->req->vcpus, us);
+        report(sim, lineno, ev, "refused", NULL, why->message);
+        return TRUE;
+    }
+    if (!vpLedgerAdd(sim->ledger, plan, error) ||
+        !vpScorePlaced(sim->score, ev->name, plan->group, ev->req->policy.smt,
+                       plan->guest_threads ? plan->guest_threads : vpRequestGuestThreads(ev->req),
+                       plan->nvcpus, plan->vcpu_pu, plan->reserved, us, error))
+        return FALSE;
+    report(sim, lineno, ev, plan->degraded ? "degraded" : "placed", plan, NULL);
+    return TRUE;
+}
+
+static gboolean
+replay(vpSim *sim, const char *path, const vpPolicy *defaults, GError **error)
+{
+    g_autofree char *data = NULL;
+    g_auto(GStrv) lines = NULL;
+
+    if (!g_file_get_contents(path, &data, NULL, error))
+        return FALSE;
+    lines = g_strsplit(data, "\n", -1);
+    for (unsigned i = 0; lines[i]; i++) {
+        vpTraceEvent ev;
+        gboolean ok;
+
+        if (!*g_strstrip(lines[i]))
+            continue;
+        if (!vpTraceParseLine(lines[i], defaults, &ev, error)) {
+            g_prefix_error(error, "%s:%u: ", path, i + 1);
+            return FALSE;
+        }
+        ok = step(sim, i + 1, &ev, error);
+        vpTraceEventClear(&ev);
+        if (!ok) {
+            g_prefix_error(error, "%s:%u: ", path, i + 1);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+int
+vpCmdSimulate(int argc, char **argv)
+{
+    g_auto(vpCliOptions) opts = {0};
+    g_autofree char *save = NULL;
+    gboolean quiet = FALSE;
+    g_autoptr(GOptionContext) octx = g_option_context_new("TRACE.jsonl");
+    GOptionEntry entries[] = {
+        {"save-ledger", 0, 0, G_OPTION_ARG_FILENAME, &save, "write the final ledger here", "FILE"},
+        {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "print only the final metrics", NULL},
+        {NULL},
+    };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpTopology) topo = NULL;
+    g_autoptr(vpLedger) ledger = NULL;
+    g_autoptr(vpScore) score = NULL;
+    g_autoptr(JsonBuilder) events = NULL;
+    vpPolicy defaults;
+    vpSim sim;
+    gboolean ok;
+
+    g_option_context_set_summary(octx, "Replay a JSON-lines trace of starts and stops through "
+                                       "the placer, and score the result.");
+    g_option_context_add_main_entries(octx, entries, NULL);
+    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    if (!g_option_context_parse(octx, &argc, &argv, &error)) {
+        vpCliError("simulate", error);
+        return VP_EXIT_ERROR;
+    }
+    if (argc != 2) {
+        fprintf(stderr, "vcpuplace simulate: expected one TRACE.jsonl argument\n");
+        return VP_EXIT_ERROR;
+    }
+    if (!vpCliLoadDefaults(&opts, &defaults, &error) ||
+        !(topo = vpCliLoadTopology(&opts, &error))) {
+        vpCliError("simulate", error);
+        return VP_EXIT_ERROR;
+    }
+    ledger = vpLedgerNew(topo);
+    score = vpScoreNew(topo);
+    if (opts.json) {
+        events = json_builder_new();
+        json_builder_begin_object(events);
+        json_builder_set_member_name(events, "events");
+        json_builder_begin_array(events);
+    }
+    sim = (vpSim){topo, ledger, score, events, quiet};
+    ok = replay(&sim, argv[1], &defaults, &error);
+    vpPolicyClear(&defaults);
+    if (!ok) {
+        vpCliError("simulate", error);
+        return VP_EXIT_ERROR;
+    }
+    if (save && !vpLedgerSave(ledger, save, &error)) {
+        vpCliError("simulate", error);
+        return VP_EXIT_ERROR;
+    }
+    if (events) {
+        g_autoptr(JsonNode) root = NULL;
+
+        json_builder_end_array(events);
+        json_builder_set_member_name(events, "metrics");
+        json_builder_add_value(events, vpScoreToJson(score));
+        json_builder_end_object(events);
+        root = json_builder_get_root(events);
+        vpCliPrintJson(root);
+    } else {
+        g_autoptr(JsonNode) metrics = vpScoreToJson(score);
+        JsonObject *m = json_node_get_object(metrics);
+        g_autoptr(GList) keys = json_object_get_members(m);
+
+        printf("metrics:\n");
+        for (GList *l = keys; l; l = l->next) {
+            g_autofree char *v = json_to_string(json_object_get_member(m, l->data), FALSE);
+
+            printf("  %-34s %s\n", (const char *)l->data, v);
+        }
+    }
+    return VP_EXIT_OK;
+}

@@ -1,0 +1,163 @@
+/*
+ * vcpuplace topology: the host as the placer sees it, packages > NUMA > L3 > cores, each
+ * PU with its owner from a ledger. Text for people, a flat PU list in JSON for scripts.
+ */
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/ledger.h"
+
+#include <stdio.h>
+
+/* One cell per PU: "CPU:owner" where owner is vm/vCPU, vm/emu, vm/rsv, hk, "-" (not handed
+ * out) or "." (free). */
+static char *
+puCell(const vpTopology *topo, const vpLedger *ledger, int pu)
+{
+    const vpPU *p = vpTopologyPU(topo, pu);
+    vpOwner owner = vpLedgerOwner(ledger, pu);
+
+    if (owner.domain && owner.kind == VP_OWN_VCPU)
+        return g_strdup_printf("%u:%s/%d", p->os, owner.domain, owner.vcpu);
+    if (owner.domain)
+        return g_strdup_printf("%u:%s/%s", p->os, owner.domain,
+                               owner.kind == VP_OWN_EMULATOR ? "emu" : "rsv");
+    if (hwloc_bitmap_isset(vpTopologyHousekeeping(topo), p->os))
+        return g_strdup_printf("%u:hk", p->os);
+    return g_strdup_printf("%u:%s", p->os, p->usable ? "." : "-");
+}
+
+static void
+printText(const vpTopology *topo, const vpLedger *ledger)
+{
+    static const vpLevel shown[] = {VP_LEVEL_PACKAGE, VP_LEVEL_NUMA, VP_LEVEL_L3};
+    int last[G_N_ELEMENTS(shown)] = {-1, -1, -1};
+    g_autofree char *usable = vpCpuListFormat(vpTopologyUsableSet(topo));
+    g_autofree char *hk = vpCpuListFormat(vpTopologyHousekeeping(topo));
+    g_autofree char *offline = vpCpuListFormat(vpTopologyOffline(topo));
+
+    printf("%s: %d packages, %d NUMA nodes, %d L3, %d cores, %d PUs (SMT%d)\n",
+           vpTopologyGetSource(topo), vpTopologyNGroups(topo, VP_LEVEL_PACKAGE),
+           vpTopologyNGroups(topo, VP_LEVEL_NUMA), vpTopologyNGroups(topo, VP_LEVEL_L3),
+           vpTopologyNCores(topo), vpTopologyNPUs(topo), vpTopologyMaxSMT(topo));
+    printf("usable %s; housekeeping %s; offline %s\n", *usable ? usable : "none", *hk ? hk : "none",
+           *offline ? offline : "none");
+    for (int c = 0; c < vpTopologyNCores(topo); c++) {
+        const vpCore *core = vpTopologyCore(topo, c);
+        g_autoptr(GString) line = g_string_new(NULL);
+
+        for (gsize l = 0; l < G_N_ELEMENTS(shown); l++) {
+            if (core->group[shown[l]] == last[l])
+                continue;
+            last[l] = core->group[shown[l]];
+            for (gsize k = l + 1; k < G_N_ELEMENTS(shown); k++)
+                last[k] = -1;
+            printf("%*s%s %u\n", (int)l * 2, "", vpLevelName(shown[l]),
+                   vpTopologyGroup(topo, shown[l], last[l])->os);
+        }
+        for (int i = 0; i < core->npus; i++) {
+            g_autofree char *cell = puCell(topo, ledger, core->pus[i]);
+
+            g_string_append_printf(line, " [%s]", cell);
+        }
+        printf("      core %d:%s\n", c, line->str);
+    }
+}
+
+static JsonNode *
+toJson(const vpTopology *topo, const vpLedger *ledger)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *offline = vpCpuListFormat(vpTopologyOffline(topo));
+    g_autofree char *hk = vpCpuListFormat(vpTopologyHousekeeping(topo));
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "source");
+    json_builder_add_string_value(b, vpTopologyGetSource(topo));
+    json_builder_set_member_name(b, "smt");
+    json_builder_add_int_value(b, vpTopologyMaxSMT(topo));
+    json_builder_set_member_name(b, "offline");
+    json_builder_add_string_value(b, offline);
+    json_builder_set_member_name(b, "housekeeping");
+    json_builder_add_string_value(b, hk);
+    json_builder_set_member_name(b, "pus");
+    json_builder_begin_array(b);
+    for (int pu = 0; pu < vpTopologyNPUs(topo); pu++) {
+        const vpPU *p = vpTopologyPU(topo, pu);
+        const vpCore *core = vpTopologyCore(topo, p->core);
+        vpOwner owner = vpLedgerOwner(ledger, pu);
+        static const vpLevel levels[] = {VP_LEVEL_CLUSTER, VP_LEVEL_L3, VP_LEVEL_NUMA,
+                                         VP_LEVEL_PACKAGE};
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "cpu");
+        json_builder_add_int_value(b, p->os);
+        json_builder_set_member_name(b, "core");
+        json_builder_add_int_value(b, p->core);
+        for (gsize l = 0; l < G_N_ELEMENTS(levels); l++) {
+            json_builder_set_member_name(b, vpLevelName(levels[l]));
+            json_builder_add_int_value(b, core->group[levels[l]]);
+        }
+        json_builder_set_member_name(b, "usable");
+        json_builder_add_boolean_value(b, p->usable);
+        json_builder_set_member_name(b, "owner");
+        if (owner.domain)
+            json_builder_add_string_value(b, owner.domain);
+        else
+            json_builder_add_null_value(b);
+        json_builder_set_member_name(b, "kind");
+        json_builder_add_string_value(b, vpOwnKindName(owner.kind));
+        if (owner.kind == VP_OWN_VCPU) {
+            json_builder_set_member_name(b, "vcpu");
+            json_builder_add_int_value(b, owner.vcpu);
+        }
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+int
+vpCmdTopology(int argc, char **argv)
+{
+    g_auto(vpCliOptions) opts = {0};
+    g_autofree char *ledger_path = NULL;
+    g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
+    GOptionEntry entries[] = {
+        {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &ledger_path, "show owners from this ledger",
+         "FILE"},
+        {NULL},
+    };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpTopology) topo = NULL;
+    g_autoptr(vpLedger) ledger = NULL;
+
+    g_option_context_set_summary(octx, "Draw the host: packages > NUMA > L3 > cores > PUs.");
+    g_option_context_add_main_entries(octx, entries, NULL);
+    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    if (!g_option_context_parse(octx, &argc, &argv, &error)) {
+        vpCliError("topology", error);
+        return VP_EXIT_ERROR;
+    }
+    if (argc != 1) {
+        fprintf(stderr, "vcpuplace topology: unexpected argument '%s'\n", argv[1]);
+        return VP_EXIT_ERROR;
+    }
+    if (!(topo = vpCliLoadTopology(&opts, &error))) {
+        vpCliError("topology", error);
+        return VP_EXIT_ERROR;
+    }
+    ledger = ledger_path ? vpLedgerLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
+    if (!ledger) {
+        vpCliError("topology", error);
+        return VP_EXIT_ERROR;
+    }
+    if (opts.json) {
+        g_autoptr(JsonNode) node = toJson(topo, ledger);
+
+        vpCliPrintJson(node);
+    } else {
+        printText(topo, ledger);
+    }
+    return VP_EXIT_OK;
+}

@@ -1,0 +1,161 @@
+/*
+ * Trace line parser: outside input, so every field is checked by type and range and
+ * errors name the key and the value.
+ */
+#include "cli/trace.h"
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#define VP_TRACE_MAX_VCPUS 4096
+
+static const char *const policy_keys[] = {"smt",      "group",     "coresched", "locality",
+                                          "emulator", "rebalance", "unmet"};
+
+static gboolean
+isPolicyKey(const char *key)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(policy_keys); i++) {
+        if (strcmp(key, policy_keys[i]) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static gboolean
+getUInt(JsonObject *obj, const char *key, unsigned max, unsigned *out, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+    gint64 v;
+
+    if (!node)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"%s\" must be an integer", key);
+        return FALSE;
+    }
+    v = json_node_get_int(node);
+    if (v < 1 || v > max) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "\"%s\": %" G_GINT64_FORMAT " is not within 1..%u", key, v, max);
+        return FALSE;
+    }
+    *out = (unsigned)v;
+    return TRUE;
+}
+
+static const char *
+getString(JsonObject *obj, const char *key, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+
+    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"%s\" must be a string", key);
+        return NULL;
+    }
+    return json_node_get_string(node);
+}
+
+static gboolean
+validName(const char *name)
+{
+    gsize len = strlen(name);
+
+    if (len == 0 || len > 200 || !g_utf8_validate(name, -1, NULL))
+        return FALSE;
+    for (const char *p = name; *p; p++) {
+        if ((unsigned char)*p < 0x20 || *p == '/')
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError **error)
+{
+    g_autoptr(GList) members = json_object_get_members(obj);
+    unsigned vcpus = 0;
+
+    if (!json_object_has_member(obj, "vcpus")) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "start needs \"vcpus\"");
+        return FALSE;
+    }
+    if (!getUInt(obj, "vcpus", VP_TRACE_MAX_VCPUS, &vcpus, error))
+        return FALSE;
+    ev->req = vpRequestNew(ev->name, vcpus);
+    vpPolicyClear(&ev->req->policy);
+    vpPolicyCopy(&ev->req->policy, defaults);
+    if (!getUInt(obj, "threads", 8, &ev->req->threads, error) ||
+        !getUInt(obj, "cores", VP_TRACE_MAX_VCPUS, &ev->req->cores, error) ||
+        !getUInt(obj, "sockets", VP_TRACE_MAX_VCPUS, &ev->req->sockets, error))
+        return FALSE;
+    for (GList *l = members; l; l = l->next) {
+        const char *key = l->data;
+        const char *value;
+
+        if (strcmp(key, "op") == 0 || strcmp(key, "name") == 0 || strcmp(key, "vcpus") == 0 ||
+            strcmp(key, "threads") == 0 || strcmp(key, "cores") == 0 || strcmp(key, "sockets") == 0)
+            continue;
+        if (!isPolicyKey(key)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown key \"%s\"", key);
+            return FALSE;
+        }
+        if (!(value = getString(obj, key, error)) ||
+            !vpPolicySetAttr(&ev->req->policy, key, value, error))
+            return FALSE;
+    }
+    ev->req->has_policy = TRUE;
+    return TRUE;
+}
+
+gboolean
+vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    JsonObject *obj;
+    const char *op, *name;
+
+    memset(ev, 0, sizeof(*ev));
+    if (!json_parser_load_from_data(parser, line, -1, error))
+        return FALSE;
+    if (!JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "an event must be a JSON object");
+        return FALSE;
+    }
+    obj = json_node_get_object(json_parser_get_root(parser));
+    if (!(op = getString(obj, "op", error)) || !(name = getString(obj, "name", error)))
+        return FALSE;
+    if (!validName(name)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"name\": '%s' is not a valid domain name",
+                    name);
+        return FALSE;
+    }
+    ev->name = g_strdup(name);
+    if (strcmp(op, "start") == 0) {
+        ev->op = VP_TRACE_START;
+        if (!parseStart(obj, defaults, ev, error)) {
+            vpTraceEventClear(ev);
+            return FALSE;
+        }
+        return TRUE;
+    }
+    if (strcmp(op, "stop") == 0) {
+        ev->op = VP_TRACE_STOP;
+        if (json_object_get_size(obj) != 2) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "stop takes only \"op\" and \"name\"");
+            vpTraceEventClear(ev);
+            return FALSE;
+        }
+        return TRUE;
+    }
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"op\": '%s' is not one of start, stop", op);
+    vpTraceEventClear(ev);
+    return FALSE;
+}
+
+void
+vpTraceEventClear(vpTraceEvent *ev)
+{
+    g_clear_pointer(&ev->name, g_free);
+    g_clear_pointer(&ev->req, vpRequestFree);
+}

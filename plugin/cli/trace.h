@@ -1,0 +1,23 @@
+/*
+ * The JSON-lines trace `vcpuplace simulate` replays and the benchmarks generate:
+ *   {"op":"start","name":"vm1","vcpus":4,"smt":"spread","group":"g1","threads":2}
+ *   {"op":"stop","name":"vm1"}
+ * Policy keys are the metadata attributes; "threads" (and "cores", "sockets") declare the
+ * guest topology. Unknown keys are errors, so a typo never silently changes a policy.
+ */
+#pragma once
+
+#include "core/request.h"
+
+typedef enum { VP_TRACE_START, VP_TRACE_STOP } vpTraceOp;
+
+typedef struct {
+    vpTraceOp op;
+    char *name;
+    vpRequest *req; /* VP_TRACE_START only */
+} vpTraceEvent;
+
+/* Parses one line; defaults fill policy attributes the line leaves out. */
+gboolean vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev,
+                          GError **error);
+void vpTraceEventClear(vpTraceEvent *ev);

@@ -1,0 +1,342 @@
+/*
+ * Metrics of a placement run. "Time-averaged" figures are averaged over events (each start
+ * or stop is one tick), which is what a churn trace gives us to average over.
+ */
+#include "core/score.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    char *name;
+    char *group;
+} vpScoreVM;
+
+struct _vpScore {
+    const vpTopology *topo;
+    GHashTable *vms;   /* name -> vpScoreVM */
+    vpScoreVM **owner; /* per logical PU */
+    GArray *decision_us;
+    unsigned events, starts, placed, refused, admitted_first, frag_refusals;
+    bool refused_once;
+    unsigned untrusted_with_free_core; /* placements sharing a core with strangers while a
+                                          whole free core existed */
+    double untrusted_sum, stranded_sum;
+    double span_l3_sum, span_numa_sum;
+    unsigned pack_vms, pack_aligned;
+};
+
+static void
+vmFree(gpointer p)
+{
+    vpScoreVM *vm = p;
+
+    g_free(vm->name);
+    g_free(vm->group);
+    g_free(vm);
+}
+
+vpScore *
+vpScoreNew(const vpTopology *topo)
+{
+    vpScore *s = g_new0(vpScore, 1);
+
+    s->topo = topo;
+    s->vms = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, vmFree);
+    s->owner = g_new0(vpScoreVM *, vpTopologyNPUs(topo));
+    s->decision_us = g_array_new(FALSE, FALSE, sizeof(double));
+    return s;
+}
+
+void
+vpScoreFree(vpScore *s)
+{
+    if (!s)
+        return;
+    g_hash_table_destroy(s->vms);
+    g_free(s->owner);
+    g_array_free(s->decision_us, TRUE);
+    g_free(s);
+}
+
+static bool
+trusted(const vpScoreVM *a, const vpScoreVM *b)
+{
+    return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0);
+}
+
+static bool
+coreUntrusted(const vpScore *s, int c)
+{
+    const vpCore *core = vpTopologyCore(s->topo, c);
+
+    for (int i = 0; i < core->npus; i++) {
+        for (int j = i + 1; j < core->npus; j++) {
+            const vpScoreVM *a = s->owner[core->pus[i]], *b = s->owner[core->pus[j]];
+
+            if (a && b && !trusted(a, b))
+                return true;
+        }
+    }
+    return false;
+}
+
+int
+vpScoreUntrustedSharedCores(const vpScore *s)
+{
+    int n = 0;
+
+    for (int c = 0; c < vpTopologyNCores(s->topo); c++)
+        n += coreUntrusted(s, c);
+    return n;
+}
+
+static bool
+wholeFreeCoreExists(const vpScore *s)
+{
+    for (int c = 0; c < vpTopologyNCores(s->topo); c++) {
+        const vpCore *core = vpTopologyCore(s->topo, c);
+        bool whole = true;
+
+        for (int i = 0; i < core->npus && whole; i++)
+            whole = vpTopologyPU(s->topo, core->pus[i])->usable && !s->owner[core->pus[i]];
+        if (whole)
+            return true;
+    }
+    return false;
+}
+
+static int
+freeUsable(const vpScore *s)
+{
+    int n = 0;
+
+    for (int pu = 0; pu < vpTopologyNPUs(s->topo); pu++)
+        n += vpTopologyPU(s->topo, pu)->usable && !s->owner[pu];
+    return n;
+}
+
+/* Free usable PUs on cores that someone partly holds: what half-used cores strand. */
+static int
+stranded(const vpScore *s)
+{
+    int n = 0;
+
+    for (int c = 0; c < vpTopologyNCores(s->topo); c++) {
+        const vpCore *core = vpTopologyCore(s->topo, c);
+        int held = 0, freepus = 0;
+
+        for (int i = 0; i < core->npus; i++) {
+            held += s->owner[core->pus[i]] != NULL;
+            freepus += vpTopologyPU(s->topo, core->pus[i])->usable && !s->owner[core->pus[i]];
+        }
+        if (held)
+            n += freepus;
+    }
+    return n;
+}
+
+static void
+tick(vpScore *s)
+{
+    s->events++;
+    s->untrusted_sum += vpScoreUntrustedSharedCores(s);
+    s->stranded_sum += stranded(s);
+}
+
+/* Groups spanned beyond the fewest that could hold n vCPUs at that level. */
+static int
+spanExcess(const vpScore *s, vpLevel level, const int *pus, unsigned n)
+{
+    int ngroups = vpTopologyNGroups(s->topo, level);
+    g_autofree bool *seen = g_new0(bool, ngroups);
+    int spanned = 0, biggest = 1;
+
+    for (int g = 0; g < ngroups; g++)
+        biggest = MAX(biggest, vpTopologyGroup(s->topo, level, g)->npus);
+    for (unsigned i = 0; i < n; i++) {
+        int g = vpTopologyCore(s->topo, vpTopologyPU(s->topo, pus[i])->core)->group[level];
+
+        if (!seen[g]) {
+            seen[g] = true;
+            spanned++;
+        }
+    }
+    return spanned - (int)((n + biggest - 1) / biggest);
+}
+
+/* Guest core k holds vCPUs [k*t, (k+1)*t): aligned when each such run sits on one host core. */
+static bool
+packAligned(const vpScore *s, const int *pus, unsigned n, unsigned t)
+{
+    if (t < 2 || n % t)
+        return false;
+    for (unsigned i = 0; i < n; i++) {
+        if (vpTopologyPU(s->topo, pus[i])->core != vpTopologyPU(s->topo, pus[i - i % t])->core)
+            return false;
+    }
+    return true;
+}
+
+gboolean
+vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsigned guest_threads,
+              unsigned n, const int *vcpu_cpu, hwloc_const_bitmap_t reserved, double us,
+              GError **error)
+{
+    g_autofree int *pus = g_new(int, MAX(n, 1));
+    g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(int));
+    vpScoreVM *vm;
+    bool free_core = wholeFreeCoreExists(s);
+    bool stranger = false;
+    int cpu;
+
+    if (g_hash_table_contains(s->vms, name)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is placed twice", name);
+        return FALSE;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        pus[i] = vpTopologyPUByOS(s->topo, vcpu_cpu[i]);
+        g_array_append_val(held, pus[i]);
+    }
+    if (reserved) {
+        hwloc_bitmap_foreach_begin(cpu, reserved)
+        {
+            int pu = vpTopologyPUByOS(s->topo, cpu);
+
+            g_array_append_val(held, pu);
+        }
+        hwloc_bitmap_foreach_end();
+    }
+    for (guint i = 0; i < held->len; i++) {
+        int pu = g_array_index(held, int, i);
+
+        if (pu < 0 || s->owner[pu]) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is given a CPU that %s", name,
+                        pu < 0 ? "the topology lacks" : "another VM holds");
+            return FALSE;
+        }
+        for (guint j = 0; j < i; j++) {
+            if (g_array_index(held, int, j) == pu) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is given CPU %u twice",
+                            name, vpTopologyPU(s->topo, pu)->os);
+                return FALSE;
+            }
+        }
+    }
+    vm = g_new0(vpScoreVM, 1);
+    vm->name = g_strdup(name);
+    vm->group = g_strdup(group && *group ? group : NULL);
+    g_hash_table_insert(s->vms, vm->name, vm);
+    for (guint i = 0; i < held->len; i++) {
+        const vpCore *core =
+            vpTopologyCore(s->topo, vpTopologyPU(s->topo, g_array_index(held, int, i))->core);
+
+        for (int k = 0; k < core->npus; k++) {
+            const vpScoreVM *o = s->owner[core->pus[k]];
+
+            stranger |= o && !trusted(o, vm);
+        }
+    }
+    for (guint i = 0; i < held->len; i++)
+        s->owner[g_array_index(held, int, i)] = vm;
+
+    s->starts++;
+    s->placed++;
+    if (!s->refused_once)
+        s->admitted_first++;
+    s->untrusted_with_free_core += stranger && free_core;
+    s->span_l3_sum += spanExcess(s, VP_LEVEL_L3, pus, n);
+    s->span_numa_sum += spanExcess(s, VP_LEVEL_NUMA, pus, n);
+    if (smt == VP_SMT_PACK && vpTopologyMaxSMT(s->topo) > 1) {
+        s->pack_vms++;
+        s->pack_aligned += packAligned(s, pus, n, guest_threads);
+    }
+    g_array_append_val(s->decision_us, us);
+    tick(s);
+    return TRUE;
+}
+
+void
+vpScoreRefused(vpScore *s, unsigned n, double us)
+{
+    s->starts++;
+    s->refused++;
+    s->refused_once = true;
+    if (freeUsable(s) >= (int)n)
+        s->frag_refusals++;
+    g_array_append_val(s->decision_us, us);
+    tick(s);
+}
+
+gboolean
+vpScoreStopped(vpScore *s, const char *name)
+{
+    vpScoreVM *vm = g_hash_table_lookup(s->vms, name);
+
+    if (!vm)
+        return FALSE;
+    for (int pu = 0; pu < vpTopologyNPUs(s->topo); pu++) {
+        if (s->owner[pu] == vm)
+            s->owner[pu] = NULL;
+    }
+    g_hash_table_remove(s->vms, name);
+    tick(s);
+    return TRUE;
+}
+
+static int
+cmpDouble(gconstpointer a, gconstpointer b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static double
+percentile(GArray *sorted, double p)
+{
+    if (!sorted->len)
+        return 0;
+    return g_array_index(sorted, double, (guint)floor(p * (sorted->len - 1) + 0.5));
+}
+
+static void
+addDouble(JsonBuilder *b, const char *name, double v)
+{
+    json_builder_set_member_name(b, name);
+    json_builder_add_double_value(b, round(v * 1000) / 1000);
+}
+
+static void
+addInt(JsonBuilder *b, const char *name, gint64 v)
+{
+    json_builder_set_member_name(b, name);
+    json_builder_add_int_value(b, v);
+}
+
+JsonNode *
+vpScoreToJson(const vpScore *s)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(GArray) sorted = g_array_copy(s->decision_us);
+    double ev = s->events ? s->events : 1;
+
+    g_array_sort(sorted, cmpDouble);
+    json_builder_begin_object(b);
+    addInt(b, "starts", s->starts);
+    addInt(b, "placed", s->placed);
+    addInt(b, "refused", s->refused);
+    addInt(b, "admitted_before_first_refusal", s->admitted_first);
+    addInt(b, "fragmentation_refusals", s->frag_refusals);
+    addInt(b, "untrusted_shares_while_free_core", s->untrusted_with_free_core);
+    addDouble(b, "untrusted_shared_cores_avg", s->untrusted_sum / ev);
+    addDouble(b, "stranded_free_pus_avg", s->stranded_sum / ev);
+    addDouble(b, "l3_span_excess_avg", s->placed ? s->span_l3_sum / s->placed : 0);
+    addDouble(b, "numa_span_excess_avg", s->placed ? s->span_numa_sum / s->placed : 0);
+    addInt(b, "pack_vms", s->pack_vms);
+    addDouble(b, "pack_aligned_pct", s->pack_vms ? 100.0 * s->pack_aligned / s->pack_vms : 100);
+    addDouble(b, "decision_us_median", percentile(sorted, 0.5));
+    addDouble(b, "decision_us_p99", percentile(sorted, 0.99));
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
