@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include "core/error.h"
+
 #include <glib.h>
 #include <stdbool.h>
 

@@ -36,12 +36,6 @@ static const char *const level_names[VP_LEVEL_LAST] = {
     [VP_LEVEL_NUMA] = "numa", [VP_LEVEL_PACKAGE] = "package", [VP_LEVEL_HOST] = "host",
 };
 
-GQuark
-vpErrorQuark(void)
-{
-    return g_quark_from_static_string("vp-error-quark");
-}
-
 const char *
 vpLevelName(vpLevel level)
 {

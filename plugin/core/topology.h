@@ -9,6 +9,8 @@
  */
 #pragma once
 
+#include "core/error.h"
+
 #include <glib.h>
 #include <hwloc.h>
 #include <stdbool.h>
@@ -97,12 +99,3 @@ char *vpCpuListFormat(hwloc_const_bitmap_t set);
 const char *vpLevelName(vpLevel level);
 /* "l3", "numa", "package", "host"...; -1 when unknown. */
 int vpLevelFromName(const char *name);
-
-#define VP_ERROR vpErrorQuark()
-GQuark vpErrorQuark(void);
-typedef enum {
-    VP_ERROR_INVALID, /* bad input: names the field and the value */
-    VP_ERROR_REFUSED, /* the policy cannot be met on this host now */
-    VP_ERROR_SYSTEM,  /* an OS or library call failed */
-    VP_ERROR_UNSUPPORTED,
-} vpErrorCode;
