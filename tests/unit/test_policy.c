@@ -1,0 +1,251 @@
+/*
+ * Policy names, attribute parsing and the daemon's key-file defaults: every value the
+ * schema names parses back to itself, and every bad value or key is refused with a
+ * message that names it.
+ */
+#include "core/policy.h"
+
+#include "core/topology.h"
+
+#include <check.h>
+#include <string.h>
+
+START_TEST(test_defaults)
+{
+    vpPolicy p;
+
+    vpPolicyInitDefaults(&p);
+    ck_assert_str_eq(vpSmtName(p.smt), "spread");
+    ck_assert_ptr_null(p.group);
+    ck_assert_str_eq(vpCoreschedName(p.coresched), "vm");
+    ck_assert_str_eq(vpLocalityName(p.locality), "auto");
+    ck_assert_str_eq(vpEmulatorName(p.emulator), "housekeeping");
+    ck_assert_str_eq(vpRebalanceName(p.rebalance), "auto");
+    ck_assert_str_eq(vpUnmetName(p.unmet), "refuse");
+    vpPolicyClear(&p);
+}
+END_TEST
+
+/* Each attribute's values, as the schema spells them. */
+static const struct {
+    const char *field;
+    const char *values[6];
+} attrs[] = {
+    {"smt", {"isolate", "pack", "spread", "share"}},
+    {"coresched", {"vm", "group", "off"}},
+    {"locality", {"auto", "l3", "numa", "package", "host"}},
+    {"emulator", {"housekeeping", "vcpus", "dedicated"}},
+    {"rebalance", {"auto", "off"}},
+    {"unmet", {"refuse", "degrade"}},
+};
+
+static const char *
+nameOf(const vpPolicy *p, const char *field)
+{
+    if (strcmp(field, "smt") == 0)
+        return vpSmtName(p->smt);
+    if (strcmp(field, "coresched") == 0)
+        return vpCoreschedName(p->coresched);
+    if (strcmp(field, "locality") == 0)
+        return vpLocalityName(p->locality);
+    if (strcmp(field, "emulator") == 0)
+        return vpEmulatorName(p->emulator);
+    if (strcmp(field, "rebalance") == 0)
+        return vpRebalanceName(p->rebalance);
+    return vpUnmetName(p->unmet);
+}
+
+START_TEST(test_every_value_round_trips)
+{
+    for (size_t a = 0; a < G_N_ELEMENTS(attrs); a++) {
+        for (size_t v = 0; attrs[a].values[v]; v++) {
+            g_autoptr(GError) err = NULL;
+            vpPolicy p;
+
+            vpPolicyInitDefaults(&p);
+            ck_assert_msg(vpPolicySetAttr(&p, attrs[a].field, attrs[a].values[v], &err),
+                          "%s=%s: %s", attrs[a].field, attrs[a].values[v], err ? err->message : "");
+            ck_assert_str_eq(nameOf(&p, attrs[a].field), attrs[a].values[v]);
+            vpPolicyClear(&p);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_unknown_value_names_field_and_choices)
+{
+    g_autoptr(GError) err = NULL;
+    vpPolicy p;
+
+    vpPolicyInitDefaults(&p);
+    ck_assert(!vpPolicySetAttr(&p, "smt", "foo", &err));
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+    ck_assert_str_eq(err->message, "smt='foo' is not one of isolate, pack, spread, share");
+    ck_assert_int_eq(p.smt, VP_SMT_SPREAD);
+    g_clear_error(&err);
+
+    ck_assert(!vpPolicySetAttr(&p, "unmet", "Refuse", &err));
+    ck_assert_str_eq(err->message, "unmet='Refuse' is not one of refuse, degrade");
+    g_clear_error(&err);
+
+    ck_assert(!vpPolicySetAttr(&p, "locality", "", &err));
+    ck_assert_str_eq(err->message, "locality='' is not one of auto, l3, numa, package, host");
+    vpPolicyClear(&p);
+}
+END_TEST
+
+START_TEST(test_unknown_attribute)
+{
+    g_autoptr(GError) err = NULL;
+    vpPolicy p;
+
+    vpPolicyInitDefaults(&p);
+    ck_assert(!vpPolicySetAttr(&p, "smt_mode", "isolate", &err));
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+    ck_assert_ptr_nonnull(strstr(err->message, "'smt_mode'"));
+    vpPolicyClear(&p);
+}
+END_TEST
+
+START_TEST(test_group_names)
+{
+    g_autofree char *longest = g_strnfill(64, 'g');
+    g_autofree char *too_long = g_strnfill(65, 'g');
+    g_autoptr(GError) err = NULL;
+    vpPolicy p;
+
+    ck_assert(vpPolicyValidGroup("tenant-a.prod_1"));
+    ck_assert(vpPolicyValidGroup(longest));
+    ck_assert(!vpPolicyValidGroup(too_long));
+    ck_assert(!vpPolicyValidGroup(""));
+    ck_assert(!vpPolicyValidGroup(NULL));
+    ck_assert(!vpPolicyValidGroup("a b"));
+    ck_assert(!vpPolicyValidGroup("a/b"));
+    ck_assert(!vpPolicyValidGroup("caf\xc3\xa9"));
+
+    vpPolicyInitDefaults(&p);
+    ck_assert(vpPolicySetAttr(&p, "group", "blue", NULL));
+    ck_assert_str_eq(p.group, "blue");
+    ck_assert(!vpPolicySetAttr(&p, "group", "red team", &err));
+    ck_assert_ptr_nonnull(strstr(err->message, "group='red team'"));
+    ck_assert_str_eq(p.group, "blue");
+    vpPolicyClear(&p);
+    ck_assert_ptr_null(p.group);
+}
+END_TEST
+
+START_TEST(test_copy_is_deep)
+{
+    vpPolicy a, b;
+
+    vpPolicyInitDefaults(&a);
+    vpPolicyInitDefaults(&b);
+    ck_assert(vpPolicySetAttr(&a, "group", "blue", NULL));
+    ck_assert(vpPolicySetAttr(&a, "smt", "pack", NULL));
+    vpPolicyCopy(&b, &a);
+    vpPolicyClear(&a);
+    ck_assert_str_eq(b.group, "blue");
+    ck_assert_int_eq(b.smt, VP_SMT_PACK);
+    vpPolicyClear(&b);
+}
+END_TEST
+
+static GKeyFile *
+keyFile(const char *text)
+{
+    GKeyFile *kf = g_key_file_new();
+
+    ck_assert(g_key_file_load_from_data(kf, text, -1, G_KEY_FILE_NONE, NULL));
+    return kf;
+}
+
+START_TEST(test_keyfile)
+{
+    g_autoptr(GKeyFile) kf = keyFile("[policy]\nsmt=isolate\ngroup=ops\ncoresched=group\n"
+                                     "locality=numa\nemulator=dedicated\nrebalance=off\n"
+                                     "unmet=degrade\n");
+    g_autoptr(GError) err = NULL;
+    vpPolicy p;
+
+    vpPolicyInitDefaults(&p);
+    ck_assert_msg(vpPolicyLoadKeyFile(&p, kf, "policy", &err), "%s", err ? err->message : "");
+    ck_assert_int_eq(p.smt, VP_SMT_ISOLATE);
+    ck_assert_str_eq(p.group, "ops");
+    ck_assert_int_eq(p.coresched, VP_CORESCHED_GROUP);
+    ck_assert_int_eq(p.locality, VP_LOCALITY_NUMA);
+    ck_assert_int_eq(p.emulator, VP_EMULATOR_DEDICATED);
+    ck_assert_int_eq(p.rebalance, VP_REBALANCE_OFF);
+    ck_assert_int_eq(p.unmet, VP_UNMET_DEGRADE);
+    vpPolicyClear(&p);
+}
+END_TEST
+
+START_TEST(test_keyfile_missing_group_keeps_defaults)
+{
+    g_autoptr(GKeyFile) kf = keyFile("[daemon]\nsocket=/run/x\n");
+    vpPolicy p;
+
+    vpPolicyInitDefaults(&p);
+    ck_assert(vpPolicyLoadKeyFile(&p, kf, "policy", NULL));
+    ck_assert_int_eq(p.smt, VP_SMT_SPREAD);
+    vpPolicyClear(&p);
+}
+END_TEST
+
+START_TEST(test_keyfile_unknown_key)
+{
+    g_autoptr(GKeyFile) kf = keyFile("[policy]\nsmt=pack\nlocalty=l3\n");
+    g_autoptr(GError) err = NULL;
+    vpPolicy p;
+
+    vpPolicyInitDefaults(&p);
+    ck_assert(!vpPolicyLoadKeyFile(&p, kf, "policy", &err));
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+    ck_assert_ptr_nonnull(strstr(err->message, "[policy]"));
+    ck_assert_ptr_nonnull(strstr(err->message, "'localty'"));
+    /* Nothing applied: the good key before the bad one included. */
+    ck_assert_int_eq(p.smt, VP_SMT_SPREAD);
+    vpPolicyClear(&p);
+}
+END_TEST
+
+START_TEST(test_keyfile_bad_value)
+{
+    g_autoptr(GKeyFile) kf = keyFile("[policy]\ngroup=blue\nemulator=anywhere\n");
+    g_autoptr(GError) err = NULL;
+    vpPolicy p;
+
+    vpPolicyInitDefaults(&p);
+    ck_assert(!vpPolicyLoadKeyFile(&p, kf, "policy", &err));
+    ck_assert_str_eq(err->message,
+                     "[policy] emulator='anywhere' is not one of housekeeping, vcpus, dedicated");
+    ck_assert_ptr_null(p.group);
+    vpPolicyClear(&p);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("policy");
+    TCase *tc = tcase_create("policy");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_defaults);
+    tcase_add_test(tc, test_every_value_round_trips);
+    tcase_add_test(tc, test_unknown_value_names_field_and_choices);
+    tcase_add_test(tc, test_unknown_attribute);
+    tcase_add_test(tc, test_group_names);
+    tcase_add_test(tc, test_copy_is_deep);
+    tcase_add_test(tc, test_keyfile);
+    tcase_add_test(tc, test_keyfile_missing_group_keeps_defaults);
+    tcase_add_test(tc, test_keyfile_unknown_key);
+    tcase_add_test(tc, test_keyfile_bad_value);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
