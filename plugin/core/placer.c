@@ -4,12 +4,13 @@
  *
  * 1. Snapshot every core once: how many usable PUs are free, and who holds the others
  *    (nobody, the requester's trust group, VMs that said smt=share, or strangers).
- * 2. Walk locality levels from the smallest groups up (auto: L3, NUMA node, package, host,
- *    ordered by group size since an L3 can be larger than a NUMA node), and at each level
- *    try the policy's tiers from strictest to loosest, e.g. for spread: free cores (then the
- *    VM's own siblings), then siblings of the same trust group. Among the groups where a
- *    tier fits, take the best fit (least sibling sharing, then fewest free PUs left behind)
- *    so that big holes stay whole for big VMs.
+ * 2. Try the policy's tiers from strictest to loosest, e.g. for spread: a free core per
+ *    vCPU, then the VM's own siblings, then siblings of its trust group. Within a tier, walk
+ *    locality levels from the smallest groups up (auto: L3, NUMA node, package, host,
+ *    ordered by group size since an L3 can be larger than a NUMA node), and among the
+ *    groups where the tier fits take the best fit (fewest free PUs left behind) so that big
+ *    holes stay whole for big VMs. Sibling avoidance thus outranks locality: a sibling is
+ *    shared only when the host has no free core for the vCPU, as DESIGN.md defines spread.
  * 3. Only when no group of any level fits may spread and share use siblings of other trust
  *    groups: that is what "no two untrusted VMs on one core while a free core exists" means.
  * 4. Otherwise refuse, with the figures an operator needs, or, with unmet=degrade, relax
@@ -30,7 +31,8 @@ typedef enum {
 
 typedef enum {
     TIER_WHOLE,        /* isolate, pack: whole free cores only */
-    TIER_SPREAD,       /* a free core per vCPU, then the VM's own siblings */
+    TIER_SPREAD,       /* a free core per vCPU */
+    TIER_SPREAD_OWN,   /* ... then the VM's own siblings */
     TIER_SPREAD_GROUP, /* ... then siblings held by the same trust group */
     TIER_SPREAD_ANY,   /* ... then any free sibling (no free core left anywhere) */
     TIER_SHARE,        /* fill cores of the group / of share VMs, then whole free cores */
@@ -243,7 +245,7 @@ pickSpread(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
             taken[ntaken++] = g->cores[i];
         }
     }
-    while (pick->n < n && progress) {
+    while (tier >= TIER_SPREAD_OWN && pick->n < n && progress) {
         int before = pick->n;
 
         for (int i = 0; i < ntaken && pick->n < n; i++)
@@ -312,7 +314,7 @@ static const vpTier *
 tiersFor(vpSmt smt, int *ntiers)
 {
     static const vpTier whole[] = {TIER_WHOLE};
-    static const vpTier spread[] = {TIER_SPREAD, TIER_SPREAD_GROUP};
+    static const vpTier spread[] = {TIER_SPREAD, TIER_SPREAD_OWN, TIER_SPREAD_GROUP};
     static const vpTier share[] = {TIER_SHARE};
 
     switch (smt) {
@@ -421,8 +423,8 @@ search(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best)
     int ntiers;
     const vpTier *tiers = tiersFor(smt, &ntiers);
 
-    for (int l = 0; l < nlevels; l++) {
-        for (int t = 0; t < ntiers; t++) {
+    for (int t = 0; t < ntiers; t++) {
+        for (int l = 0; l < nlevels; l++) {
             if (searchLevel(ctx, levels[l], smt, tiers[t], n, best))
                 return true;
         }

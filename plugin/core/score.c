@@ -10,6 +10,7 @@
 typedef struct {
     char *name;
     char *group;
+    vpSmt smt;
 } vpScoreVM;
 
 struct _vpScore {
@@ -19,8 +20,8 @@ struct _vpScore {
     GArray *decision_us;
     unsigned events, starts, placed, refused, admitted_first, frag_refusals;
     bool refused_once;
-    unsigned untrusted_with_free_core; /* placements sharing a core with strangers while a
-                                          whole free core existed */
+    unsigned untrusted_with_free_core; /* placements sharing a core with strangers (not both
+                                          smt=share) while a whole free core stays free */
     double untrusted_sum, stranded_sum;
     double span_l3_sum, span_numa_sum;
     unsigned pack_vms, pack_aligned;
@@ -65,6 +66,13 @@ trusted(const vpScoreVM *a, const vpScoreVM *b)
     return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0);
 }
 
+/* smt=share VMs accepted any neighbour; a stranger next to anyone else is a breach. */
+static bool
+breach(const vpScoreVM *a, const vpScoreVM *b)
+{
+    return !trusted(a, b) && !(a->smt == VP_SMT_SHARE && b->smt == VP_SMT_SHARE);
+}
+
 static bool
 coreUntrusted(const vpScore *s, int c)
 {
@@ -74,7 +82,7 @@ coreUntrusted(const vpScore *s, int c)
         for (int j = i + 1; j < core->npus; j++) {
             const vpScoreVM *a = s->owner[core->pus[i]], *b = s->owner[core->pus[j]];
 
-            if (a && b && !trusted(a, b))
+            if (a && b && breach(a, b))
                 return true;
         }
     }
@@ -186,7 +194,6 @@ vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsign
     g_autofree int *pus = g_new(int, MAX(n, 1));
     g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(int));
     vpScoreVM *vm;
-    bool free_core = wholeFreeCoreExists(s);
     bool stranger = false;
     int cpu;
 
@@ -226,6 +233,7 @@ vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsign
     vm = g_new0(vpScoreVM, 1);
     vm->name = g_strdup(name);
     vm->group = g_strdup(group && *group ? group : NULL);
+    vm->smt = smt;
     g_hash_table_insert(s->vms, vm->name, vm);
     for (guint i = 0; i < held->len; i++) {
         const vpCore *core =
@@ -234,7 +242,7 @@ vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsign
         for (int k = 0; k < core->npus; k++) {
             const vpScoreVM *o = s->owner[core->pus[k]];
 
-            stranger |= o && !trusted(o, vm);
+            stranger |= o && breach(o, vm);
         }
     }
     for (guint i = 0; i < held->len; i++)
@@ -244,10 +252,11 @@ vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsign
     s->placed++;
     if (!s->refused_once)
         s->admitted_first++;
-    s->untrusted_with_free_core += stranger && free_core;
+    /* A free core left over after the placement is one the placer could have used instead. */
+    s->untrusted_with_free_core += stranger && wholeFreeCoreExists(s);
     s->span_l3_sum += spanExcess(s, VP_LEVEL_L3, pus, n);
     s->span_numa_sum += spanExcess(s, VP_LEVEL_NUMA, pus, n);
-    if (smt == VP_SMT_PACK && vpTopologyMaxSMT(s->topo) > 1) {
+    if (smt == VP_SMT_PACK && vpTopologyMaxSMT(s->topo) > 1 && guest_threads > 1) {
         s->pack_vms++;
         s->pack_aligned += packAligned(s, pus, n, guest_threads);
     }
@@ -333,7 +342,7 @@ vpScoreToJson(const vpScore *s)
     addDouble(b, "stranded_free_pus_avg", s->stranded_sum / ev);
     addDouble(b, "l3_span_excess_avg", s->placed ? s->span_l3_sum / s->placed : 0);
     addDouble(b, "numa_span_excess_avg", s->placed ? s->span_numa_sum / s->placed : 0);
-    addInt(b, "pack_vms", s->pack_vms);
+    addInt(b, "pack_vms_with_guest_siblings", s->pack_vms);
     addDouble(b, "pack_aligned_pct", s->pack_vms ? 100.0 * s->pack_aligned / s->pack_vms : 100);
     addDouble(b, "decision_us_median", percentile(sorted, 0.5));
     addDouble(b, "decision_us_p99", percentile(sorted, 0.99));
