@@ -1,0 +1,639 @@
+/*
+ * Plans, and their JSON form. The JSON is what golden files compare and what the ledger
+ * persists, so keys come out in one fixed order and the reader accepts nothing it would
+ * not have written: every key known, every value typed and in range.
+ */
+#include "plan.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* Linux CPU numbers above this are rejected before they reach a bitmap. */
+#define VP_PLAN_MAX_CPU 65535
+#define VP_PLAN_MAX_VCPUS 4096
+
+static const char *const howNames[VP_HOW_LAST] = {
+    [VP_HOW_PLACED] = "placed",
+    [VP_HOW_PINNED] = "pinned",
+    [VP_HOW_ADOPTED] = "adopted",
+};
+
+vpPlan *
+vpPlanNew(const char *domain, unsigned nvcpus)
+{
+    vpPlan *plan = g_new0(vpPlan, 1);
+    unsigned i;
+
+    plan->domain = g_strdup(domain);
+    vpPolicyInitDefaults(&plan->policy);
+    plan->how = VP_HOW_PLACED;
+    plan->nvcpus = nvcpus;
+    plan->vcpu_pu = g_new(int, nvcpus);
+    for (i = 0; i < nvcpus; i++)
+        plan->vcpu_pu[i] = -1;
+    plan->emulator = hwloc_bitmap_alloc();
+    plan->reserved = hwloc_bitmap_alloc();
+    plan->level = VP_LEVEL_HOST;
+    plan->level_index = -1;
+    return plan;
+}
+
+void
+vpPlanFree(vpPlan *plan)
+{
+    if (!plan)
+        return;
+    g_free(plan->domain);
+    g_free(plan->group);
+    vpPolicyClear(&plan->policy);
+    g_free(plan->vcpu_pu);
+    hwloc_bitmap_free(plan->emulator);
+    hwloc_bitmap_free(plan->reserved);
+    g_free(plan->degraded_reason);
+    g_free(plan);
+}
+
+vpPlan *
+vpPlanCopy(const vpPlan *plan)
+{
+    vpPlan *copy = vpPlanNew(plan->domain, plan->nvcpus);
+
+    copy->group = g_strdup(plan->group);
+    vpPolicyCopy(&copy->policy, &plan->policy);
+    copy->how = plan->how;
+    memcpy(copy->vcpu_pu, plan->vcpu_pu, sizeof(int) * plan->nvcpus);
+    hwloc_bitmap_copy(copy->emulator, plan->emulator);
+    hwloc_bitmap_copy(copy->reserved, plan->reserved);
+    copy->level = plan->level;
+    copy->level_index = plan->level_index;
+    copy->guest_sockets = plan->guest_sockets;
+    copy->guest_cores = plan->guest_cores;
+    copy->guest_threads = plan->guest_threads;
+    copy->topology_mismatch = plan->topology_mismatch;
+    copy->degraded = plan->degraded;
+    copy->degraded_reason = g_strdup(plan->degraded_reason);
+    return copy;
+}
+
+const char *
+vpHowName(vpHow how)
+{
+    return how < VP_HOW_LAST ? howNames[how] : NULL;
+}
+
+hwloc_bitmap_t
+vpPlanHeld(const vpPlan *plan)
+{
+    hwloc_bitmap_t held = hwloc_bitmap_dup(plan->reserved);
+    unsigned i;
+
+    for (i = 0; i < plan->nvcpus; i++) {
+        if (plan->vcpu_pu[i] >= 0)
+            hwloc_bitmap_set(held, plan->vcpu_pu[i]);
+    }
+    return held;
+}
+
+/* The cpulist form, "" for an empty set (vpCpuListFormat's own choice aside). */
+static char *
+vpPlanFormatSet(hwloc_const_bitmap_t set)
+{
+    if (hwloc_bitmap_iszero(set))
+        return g_strdup("");
+    return vpCpuListFormat(set);
+}
+
+/* Topology coordinates of Linux CPU os: core, then group per level; -1 where unknown. */
+static void
+vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa, int *package)
+{
+    const vpCore *c = NULL;
+    int pu;
+
+    *core = *l3 = *numa = *package = -1;
+    if (!topo || os < 0)
+        return;
+    pu = vpTopologyPUByOS(topo, os);
+    if (pu < 0 || vpTopologyPU(topo, pu)->core < 0)
+        return;
+    *core = vpTopologyPU(topo, pu)->core;
+    c = vpTopologyCore(topo, *core);
+    *l3 = c->group[VP_LEVEL_L3];
+    *numa = c->group[VP_LEVEL_NUMA];
+    *package = c->group[VP_LEVEL_PACKAGE];
+}
+
+JsonNode *
+vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *emulator = vpPlanFormatSet(plan->emulator);
+    g_autofree char *reserved = vpPlanFormatSet(plan->reserved);
+    unsigned i;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "domain");
+    json_builder_add_string_value(b, plan->domain);
+    json_builder_set_member_name(b, "group");
+    if (plan->group)
+        json_builder_add_string_value(b, plan->group);
+    else
+        json_builder_add_null_value(b);
+
+    json_builder_set_member_name(b, "policy");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "smt");
+    json_builder_add_string_value(b, vpSmtName(plan->policy.smt));
+    json_builder_set_member_name(b, "coresched");
+    json_builder_add_string_value(b, vpCoreschedName(plan->policy.coresched));
+    json_builder_set_member_name(b, "locality");
+    json_builder_add_string_value(b, vpLocalityName(plan->policy.locality));
+    json_builder_set_member_name(b, "emulator");
+    json_builder_add_string_value(b, vpEmulatorName(plan->policy.emulator));
+    json_builder_set_member_name(b, "rebalance");
+    json_builder_add_string_value(b, vpRebalanceName(plan->policy.rebalance));
+    json_builder_set_member_name(b, "unmet");
+    json_builder_add_string_value(b, vpUnmetName(plan->policy.unmet));
+    json_builder_end_object(b);
+
+    json_builder_set_member_name(b, "how");
+    json_builder_add_string_value(b, vpHowName(plan->how));
+
+    json_builder_set_member_name(b, "vcpus");
+    json_builder_begin_array(b);
+    for (i = 0; i < plan->nvcpus; i++) {
+        int core, l3, numa, package;
+
+        vpPlanLocate(topo, plan->vcpu_pu[i], &core, &l3, &numa, &package);
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "vcpu");
+        json_builder_add_int_value(b, i);
+        json_builder_set_member_name(b, "pu");
+        json_builder_add_int_value(b, plan->vcpu_pu[i]);
+        json_builder_set_member_name(b, "core");
+        json_builder_add_int_value(b, core);
+        json_builder_set_member_name(b, "l3");
+        json_builder_add_int_value(b, l3);
+        json_builder_set_member_name(b, "numa");
+        json_builder_add_int_value(b, numa);
+        json_builder_set_member_name(b, "package");
+        json_builder_add_int_value(b, package);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+
+    json_builder_set_member_name(b, "emulator");
+    json_builder_add_string_value(b, emulator);
+    json_builder_set_member_name(b, "reserved");
+    json_builder_add_string_value(b, reserved);
+    json_builder_set_member_name(b, "level");
+    json_builder_add_string_value(b, vpLevelName(plan->level));
+    json_builder_set_member_name(b, "level_index");
+    json_builder_add_int_value(b, plan->level_index);
+
+    if (plan->guest_threads) {
+        json_builder_set_member_name(b, "guest_topology");
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "sockets");
+        json_builder_add_int_value(b, plan->guest_sockets);
+        json_builder_set_member_name(b, "cores");
+        json_builder_add_int_value(b, plan->guest_cores);
+        json_builder_set_member_name(b, "threads");
+        json_builder_add_int_value(b, plan->guest_threads);
+        json_builder_end_object(b);
+    }
+
+    json_builder_set_member_name(b, "topology_mismatch");
+    json_builder_add_boolean_value(b, plan->topology_mismatch);
+    json_builder_set_member_name(b, "degraded");
+    json_builder_add_boolean_value(b, plan->degraded);
+    json_builder_set_member_name(b, "degraded_reason");
+    if (plan->degraded_reason)
+        json_builder_add_string_value(b, plan->degraded_reason);
+    else
+        json_builder_add_null_value(b);
+    json_builder_end_object(b);
+
+    return json_builder_get_root(b);
+}
+
+/* Reader helpers: each names the field as a path ("vcpus[2].pu") and the bad value. */
+
+static gboolean
+vpPlanCheckKeys(JsonObject *obj, const char *where, const char *const *known, GError **error)
+{
+    g_autoptr(GList) members = json_object_get_members(obj);
+
+    for (GList *m = members; m; m = m->next) {
+        if (!g_strv_contains(known, m->data)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s%sunknown key '%s'", where,
+                        *where ? ": " : "", (const char *)m->data);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static JsonNode *
+vpPlanMember(JsonObject *obj, const char *field, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, field);
+
+    if (!node)
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is missing", field);
+    return node;
+}
+
+/* A short rendering of a JSON value for error messages. */
+static char *
+vpPlanShow(JsonNode *node)
+{
+    g_autofree char *text = json_to_string(node, FALSE);
+
+    if (strlen(text) > 40)
+        return g_strdup_printf("%.40s...", text);
+    return g_steal_pointer(&text);
+}
+
+static gboolean
+vpPlanGetInt(JsonObject *obj, const char *path, const char *field, gint64 min, gint64 max,
+             gint64 *out, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, field);
+    g_autofree char *shown = NULL;
+
+    if (!node) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s%s is missing", path, field);
+        return FALSE;
+    }
+    if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_INT64) {
+        *out = json_node_get_int(node);
+        if (*out >= min && *out <= max)
+            return TRUE;
+    }
+    shown = vpPlanShow(node);
+    if (min == max)
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s%s=%s, expected %" G_GINT64_FORMAT, path,
+                    field, shown, min);
+    else
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "%s%s=%s, expected an integer in %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT, path,
+                    field, shown, min, max);
+    return FALSE;
+}
+
+static gboolean
+vpPlanGetBool(JsonObject *obj, const char *field, gboolean *out, GError **error)
+{
+    JsonNode *node = vpPlanMember(obj, field, error);
+    g_autofree char *shown = NULL;
+
+    if (!node)
+        return FALSE;
+    if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_BOOLEAN) {
+        *out = json_node_get_boolean(node);
+        return TRUE;
+    }
+    shown = vpPlanShow(node);
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not true or false", field, shown);
+    return FALSE;
+}
+
+/* A string, or NULL in *out for JSON null when nullable. */
+static gboolean
+vpPlanGetString(JsonObject *obj, const char *path, const char *field, gboolean nullable,
+                const char **out, GError **error)
+{
+    g_autofree char *name = g_strconcat(path, field, NULL);
+    JsonNode *node = json_object_get_member(obj, field);
+    g_autofree char *shown = NULL;
+
+    if (!node) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is missing", name);
+        return FALSE;
+    }
+    if (nullable && JSON_NODE_HOLDS_NULL(node)) {
+        *out = NULL;
+        return TRUE;
+    }
+    if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING) {
+        *out = json_node_get_string(node);
+        return TRUE;
+    }
+    shown = vpPlanShow(node);
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not a string%s", name, shown,
+                nullable ? " or null" : "");
+    return FALSE;
+}
+
+static JsonObject *
+vpPlanGetObject(JsonObject *obj, const char *field, GError **error)
+{
+    JsonNode *node = vpPlanMember(obj, field, error);
+
+    if (!node)
+        return NULL;
+    if (!JSON_NODE_HOLDS_OBJECT(node)) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not an object", field, shown);
+        return NULL;
+    }
+    return json_node_get_object(node);
+}
+
+static hwloc_bitmap_t
+vpPlanGetSet(JsonObject *obj, const char *field, GError **error)
+{
+    const char *text;
+    hwloc_bitmap_t set;
+
+    if (!vpPlanGetString(obj, "", field, FALSE, &text, error))
+        return NULL;
+    if (!*text)
+        return hwloc_bitmap_alloc();
+    if (!(set = vpCpuListParse(field, text, error)))
+        return NULL;
+    if (hwloc_bitmap_last(set) > VP_PLAN_MAX_CPU) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' names CPUs above %d", field, text,
+                    VP_PLAN_MAX_CPU);
+        hwloc_bitmap_free(set);
+        return NULL;
+    }
+    return set;
+}
+
+static gboolean
+vpPlanReadPolicy(JsonObject *obj, vpPolicy *policy, GError **error)
+{
+    static const char *const keys[] = {"smt",       "coresched", "locality", "emulator",
+                                       "rebalance", "unmet",     NULL};
+    JsonObject *pobj = vpPlanGetObject(obj, "policy", error);
+    size_t i;
+
+    if (!pobj || !vpPlanCheckKeys(pobj, "policy", keys, error))
+        return FALSE;
+    for (i = 0; keys[i]; i++) {
+        g_autoptr(GError) local = NULL;
+        const char *value;
+
+        if (!vpPlanGetString(pobj, "policy.", keys[i], FALSE, &value, error))
+            return FALSE;
+        if (!vpPolicySetAttr(policy, keys[i], value, &local)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "policy.%s", local->message);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **error)
+{
+    static const char *const keys[] = {"vcpu", "pu", "core", "l3", "numa", "package", NULL};
+    JsonNode *node = vpPlanMember(obj, "vcpus", error);
+    JsonArray *arr;
+    guint n, i;
+
+    if (!node)
+        return FALSE;
+    if (!JSON_NODE_HOLDS_ARRAY(node)) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "vcpus=%s is not an array", shown);
+        return FALSE;
+    }
+    arr = json_node_get_array(node);
+    n = json_array_get_length(arr);
+    if (n < 1 || n > VP_PLAN_MAX_VCPUS) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "vcpus has %u entries, expected 1..%d", n,
+                    VP_PLAN_MAX_VCPUS);
+        return FALSE;
+    }
+
+    *plan = vpPlanNew(domain, n);
+    for (i = 0; i < n; i++) {
+        g_autofree char *path = g_strdup_printf("vcpus[%u].", i);
+        g_autofree char *where = g_strdup_printf("vcpus[%u]", i);
+        JsonNode *elem = json_array_get_element(arr, i);
+        JsonObject *vobj;
+        gint64 v;
+
+        if (!JSON_NODE_HOLDS_OBJECT(elem)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
+            return FALSE;
+        }
+        vobj = json_node_get_object(elem);
+        if (!vpPlanCheckKeys(vobj, where, keys, error))
+            return FALSE;
+        if (!vpPlanGetInt(vobj, path, "vcpu", i, i, &v, error))
+            return FALSE;
+        if (!vpPlanGetInt(vobj, path, "pu", -1, VP_PLAN_MAX_CPU, &v, error))
+            return FALSE;
+        (*plan)->vcpu_pu[i] = v;
+        /* Derived from the topology when written; checked for type only, since a ledger
+         * must survive the logical indexes shifting when CPUs go offline. */
+        for (const char *const *k = keys + 2; *k; k++) {
+            if (!vpPlanGetInt(vobj, path, *k, -1, INT_MAX, &v, error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    static const char *const keys[] = {"sockets", "cores", "threads", NULL};
+    JsonObject *gobj;
+    gint64 v;
+
+    if (!json_object_has_member(obj, "guest_topology"))
+        return TRUE;
+    if (!(gobj = vpPlanGetObject(obj, "guest_topology", error)))
+        return FALSE;
+    if (!vpPlanCheckKeys(gobj, "guest_topology", keys, error))
+        return FALSE;
+    if (!vpPlanGetInt(gobj, "guest_topology.", "sockets", 1, VP_PLAN_MAX_VCPUS, &v, error))
+        return FALSE;
+    plan->guest_sockets = v;
+    if (!vpPlanGetInt(gobj, "guest_topology.", "cores", 1, VP_PLAN_MAX_VCPUS, &v, error))
+        return FALSE;
+    plan->guest_cores = v;
+    if (!vpPlanGetInt(gobj, "guest_topology.", "threads", 1, VP_PLAN_MAX_VCPUS, &v, error))
+        return FALSE;
+    plan->guest_threads = v;
+    return TRUE;
+}
+
+/* Reads everything but the domain name, into *plan which it allocates. */
+static gboolean
+vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
+{
+    static const char *const keys[] = {"domain",
+                                       "group",
+                                       "policy",
+                                       "how",
+                                       "vcpus",
+                                       "emulator",
+                                       "reserved",
+                                       "level",
+                                       "level_index",
+                                       "guest_topology",
+                                       "topology_mismatch",
+                                       "degraded",
+                                       "degraded_reason",
+                                       NULL};
+    vpPolicy policy = {0};
+    const char *group, *how, *level, *reason;
+    gboolean mismatch, degraded;
+    hwloc_bitmap_t set;
+    gint64 v;
+    int i;
+
+    if (!vpPlanCheckKeys(obj, "", keys, error))
+        return FALSE;
+    if (!vpPlanGetString(obj, "", "group", TRUE, &group, error))
+        return FALSE;
+    if (group && !vpPolicyValidGroup(group)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "group='%s' is not 1 to 64 characters of A-Z a-z 0-9 . _ -", group);
+        return FALSE;
+    }
+
+    vpPolicyInitDefaults(&policy);
+    if (!vpPlanReadPolicy(obj, &policy, error))
+        return FALSE;
+    if (!vpPlanReadVcpus(obj, plan, domain, error))
+        return FALSE;
+    (*plan)->policy = policy;
+    (*plan)->policy.group = g_strdup(group);
+    (*plan)->group = g_strdup(group);
+
+    if (!vpPlanGetString(obj, "", "how", FALSE, &how, error))
+        return FALSE;
+    for (i = 0; i < VP_HOW_LAST && strcmp(howNames[i], how) != 0; i++)
+        ;
+    if (i == VP_HOW_LAST) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "how='%s' is not one of placed, pinned, adopted", how);
+        return FALSE;
+    }
+    (*plan)->how = i;
+
+    if (!(set = vpPlanGetSet(obj, "emulator", error)))
+        return FALSE;
+    hwloc_bitmap_free((*plan)->emulator);
+    (*plan)->emulator = set;
+    if (!(set = vpPlanGetSet(obj, "reserved", error)))
+        return FALSE;
+    hwloc_bitmap_free((*plan)->reserved);
+    (*plan)->reserved = set;
+
+    if (!vpPlanGetString(obj, "", "level", FALSE, &level, error))
+        return FALSE;
+    if ((i = vpLevelFromName(level)) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "level='%s' is not one of core, cluster, l3, numa, package, host", level);
+        return FALSE;
+    }
+    (*plan)->level = i;
+    if (!vpPlanGetInt(obj, "", "level_index", -1, INT_MAX, &v, error))
+        return FALSE;
+    (*plan)->level_index = v;
+
+    if (!vpPlanReadGuestTopology(obj, *plan, error))
+        return FALSE;
+    if (!vpPlanGetBool(obj, "topology_mismatch", &mismatch, error) ||
+        !vpPlanGetBool(obj, "degraded", &degraded, error))
+        return FALSE;
+    (*plan)->topology_mismatch = mismatch;
+    (*plan)->degraded = degraded;
+    if (!vpPlanGetString(obj, "", "degraded_reason", TRUE, &reason, error))
+        return FALSE;
+    if (degraded != (reason != NULL)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    degraded ? "degraded is true but degraded_reason is null"
+                             : "degraded is false but degraded_reason is set");
+        return FALSE;
+    }
+    (*plan)->degraded_reason = g_strdup(reason);
+    return TRUE;
+}
+
+vpPlan *
+vpPlanFromJson(JsonNode *node, GError **error)
+{
+    g_autoptr(vpPlan) plan = NULL;
+    g_autoptr(GError) local = NULL;
+    const char *domain;
+    JsonObject *obj;
+
+    if (!node || !JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "plan is not a JSON object");
+        return NULL;
+    }
+    obj = json_node_get_object(node);
+    if (!vpPlanGetString(obj, "", "domain", FALSE, &domain, error))
+        return NULL;
+    if (!*domain) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain is empty");
+        return NULL;
+    }
+    if (!vpPlanRead(obj, domain, &plan, &local)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "plan of domain '%s': %s", domain,
+                    local->message);
+        return NULL;
+    }
+    return g_steal_pointer(&plan);
+}
+
+char *
+vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    g_autofree char *emulator = vpPlanFormatSet(plan->emulator);
+    g_autofree char *reserved = vpPlanFormatSet(plan->reserved);
+    unsigned i;
+
+    g_string_append_printf(s, "domain %s", plan->domain);
+    if (plan->group)
+        g_string_append_printf(s, " (group %s)", plan->group);
+    g_string_append_printf(s, ": %s%s\n", vpHowName(plan->how), plan->degraded ? ", degraded" : "");
+    g_string_append_printf(
+        s,
+        "  policy: smt=%s coresched=%s locality=%s emulator=%s "
+        "rebalance=%s unmet=%s\n",
+        vpSmtName(plan->policy.smt), vpCoreschedName(plan->policy.coresched),
+        vpLocalityName(plan->policy.locality), vpEmulatorName(plan->policy.emulator),
+        vpRebalanceName(plan->policy.rebalance), vpUnmetName(plan->policy.unmet));
+    if (plan->level_index >= 0)
+        g_string_append_printf(s, "  within: %s %d\n", vpLevelName(plan->level), plan->level_index);
+    else
+        g_string_append_printf(s, "  within: %s\n", vpLevelName(plan->level));
+
+    for (i = 0; i < plan->nvcpus; i++) {
+        int core, l3, numa, package;
+
+        if (plan->vcpu_pu[i] < 0) {
+            g_string_append_printf(s, "  vcpu %-3u -> not pinned\n", i);
+            continue;
+        }
+        vpPlanLocate(topo, plan->vcpu_pu[i], &core, &l3, &numa, &package);
+        g_string_append_printf(s,
+                               "  vcpu %-3u -> cpu %-4d core %-4d l3 %-3d numa %-3d package %d\n",
+                               i, plan->vcpu_pu[i], core, l3, numa, package);
+    }
+    g_string_append_printf(s, "  emulator: %s\n", *emulator ? emulator : "(not pinned)");
+    if (*reserved)
+        g_string_append_printf(s, "  reserved idle: %s\n", reserved);
+    if (plan->guest_threads)
+        g_string_append_printf(s, "  guest topology: sockets=%u cores=%u threads=%u%s\n",
+                               plan->guest_sockets, plan->guest_cores, plan->guest_threads,
+                               plan->topology_mismatch ? " (the declared topology differs)" : "");
+    else if (plan->topology_mismatch)
+        g_string_append(s, "  the declared guest topology does not line up with host cores\n");
+    if (plan->degraded)
+        g_string_append_printf(s, "  degraded: %s\n", plan->degraded_reason);
+    return g_string_free(g_steal_pointer(&s), FALSE);
+}

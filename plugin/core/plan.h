@@ -37,6 +37,8 @@ typedef struct {
 vpPlan *vpPlanNew(const char *domain, unsigned nvcpus);
 void vpPlanFree(vpPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpPlan, vpPlanFree)
+/* A deep copy (the ledger keeps its own). */
+vpPlan *vpPlanCopy(const vpPlan *plan);
 
 const char *vpHowName(vpHow how);
 /* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator. */

@@ -1,0 +1,330 @@
+/*
+ * Plans: the JSON form golden files and the ledger rely on (key order, derived topology
+ * coordinates, round trip), the reader's refusal of anything it would not have written,
+ * and the human-readable form.
+ */
+#include "core/plan.h"
+
+#include <check.h>
+#include <string.h>
+
+/* 2 packages (= NUMA nodes) x 2 L3 x 2 cores x 2 threads; Intel numbering: the sibling of
+ * CPU n is n+8. CPU 16 exists but is offline. */
+static vpTopology *
+testTopology(void)
+{
+    vpTopology *topo = vpTopologyNew();
+    g_autoptr(GError) err = NULL;
+
+    for (int p = 0; p < 2; p++)
+        for (int l = 0; l < 2; l++)
+            for (int c = 0; c < 2; c++)
+                for (int t = 0; t < 2; t++) {
+                    int core = p * 4 + l * 2 + c;
+
+                    vpTopologyAddPU(topo, core + 8 * t, p, p, p * 2 + l, -1, core, true);
+                }
+    vpTopologyAddOffline(topo, 16);
+    ck_assert_msg(vpTopologyFinalize(topo, NULL, NULL, &err), "%s", err ? err->message : "");
+    return topo;
+}
+
+static vpPlan *
+testPlan(void)
+{
+    vpPlan *plan = vpPlanNew("web", 3);
+
+    plan->group = g_strdup("blue");
+    plan->policy.group = g_strdup("blue");
+    plan->policy.smt = VP_SMT_PACK;
+    plan->policy.emulator = VP_EMULATOR_DEDICATED;
+    plan->vcpu_pu[0] = 1;
+    plan->vcpu_pu[1] = 9;
+    plan->vcpu_pu[2] = 6;
+    hwloc_bitmap_set(plan->reserved, 14);
+    hwloc_bitmap_set(plan->reserved, 2);
+    hwloc_bitmap_set(plan->emulator, 2);
+    plan->level = VP_LEVEL_L3;
+    plan->level_index = 0;
+    plan->guest_sockets = 1;
+    plan->guest_cores = 1;
+    plan->guest_threads = 3;
+    plan->topology_mismatch = true;
+    plan->degraded = true;
+    plan->degraded_reason = g_strdup("locality=l3 relaxed to locality=auto");
+    return plan;
+}
+
+static const char expected_json[] =
+    "{\"domain\":\"web\",\"group\":\"blue\","
+    "\"policy\":{\"smt\":\"pack\",\"coresched\":\"vm\",\"locality\":\"auto\","
+    "\"emulator\":\"dedicated\",\"rebalance\":\"auto\",\"unmet\":\"refuse\"},"
+    "\"how\":\"placed\","
+    "\"vcpus\":["
+    "{\"vcpu\":0,\"pu\":1,\"core\":1,\"l3\":0,\"numa\":0,\"package\":0},"
+    "{\"vcpu\":1,\"pu\":9,\"core\":1,\"l3\":0,\"numa\":0,\"package\":0},"
+    "{\"vcpu\":2,\"pu\":6,\"core\":6,\"l3\":3,\"numa\":1,\"package\":1}],"
+    "\"emulator\":\"2\",\"reserved\":\"2,14\",\"level\":\"l3\",\"level_index\":0,"
+    "\"guest_topology\":{\"sockets\":1,\"cores\":1,\"threads\":3},"
+    "\"topology_mismatch\":true,\"degraded\":true,"
+    "\"degraded_reason\":\"locality=l3 relaxed to locality=auto\"}";
+
+static char *
+toText(const vpPlan *plan, const vpTopology *topo)
+{
+    g_autoptr(JsonNode) node = vpPlanToJson(plan, topo);
+
+    return json_to_string(node, FALSE);
+}
+
+static vpPlan *
+fromText(const char *text, GError **error)
+{
+    g_autoptr(JsonNode) node = json_from_string(text, NULL);
+
+    ck_assert_msg(node, "test JSON does not parse: %s", text);
+    return vpPlanFromJson(node, error);
+}
+
+START_TEST(test_new)
+{
+    g_autoptr(vpPlan) plan = vpPlanNew("a", 4);
+
+    ck_assert_str_eq(plan->domain, "a");
+    ck_assert_uint_eq(plan->nvcpus, 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(plan->vcpu_pu[i], -1);
+    ck_assert(hwloc_bitmap_iszero(plan->emulator));
+    ck_assert(hwloc_bitmap_iszero(plan->reserved));
+    ck_assert_int_eq(plan->how, VP_HOW_PLACED);
+    ck_assert_int_eq(plan->level, VP_LEVEL_HOST);
+    ck_assert_int_eq(plan->level_index, -1);
+    ck_assert(!plan->degraded);
+    ck_assert_str_eq(vpHowName(VP_HOW_PLACED), "placed");
+    ck_assert_str_eq(vpHowName(VP_HOW_PINNED), "pinned");
+    ck_assert_str_eq(vpHowName(VP_HOW_ADOPTED), "adopted");
+}
+END_TEST
+
+START_TEST(test_held)
+{
+    g_autoptr(vpPlan) plan = testPlan();
+    g_autoptr(vpBitmap) held = NULL;
+    g_autofree char *text = NULL;
+
+    plan->vcpu_pu[2] = -1;
+    held = vpPlanHeld(plan);
+    text = vpCpuListFormat(held);
+    /* vCPU PUs 1 and 9, reserved 14 and the dedicated emulator PU 2; not the unpinned
+     * vCPU. */
+    ck_assert_str_eq(text, "1-2,9,14");
+}
+END_TEST
+
+START_TEST(test_json_exact)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpPlan) plan = testPlan();
+    g_autofree char *text = toText(plan, topo);
+
+    ck_assert_str_eq(text, expected_json);
+}
+END_TEST
+
+START_TEST(test_json_minimal)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpPlan) plan = vpPlanNew("solo", 1);
+    g_autofree char *text = NULL;
+
+    plan->how = VP_HOW_PINNED;
+    text = toText(plan, topo);
+    /* No guest_topology outside pack; an unpinned vCPU has no coordinates. */
+    ck_assert_ptr_null(strstr(text, "guest_topology"));
+    ck_assert_ptr_nonnull(strstr(
+        text,
+        "\"vcpus\":[{\"vcpu\":0,\"pu\":-1,\"core\":-1,\"l3\":-1,\"numa\":-1,\"package\":-1}]"));
+    ck_assert_ptr_nonnull(strstr(text, "\"group\":null"));
+    ck_assert_ptr_nonnull(strstr(text, "\"emulator\":\"\",\"reserved\":\"\""));
+    ck_assert_ptr_nonnull(strstr(text, "\"how\":\"pinned\""));
+    ck_assert_ptr_nonnull(strstr(text, "\"degraded_reason\":null"));
+}
+END_TEST
+
+START_TEST(test_round_trip)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpPlan) plan = testPlan();
+    g_autoptr(vpPlan) back = NULL;
+    g_autoptr(vpPlan) copy = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *again = NULL;
+    g_autofree char *copied = NULL;
+
+    back = fromText(expected_json, &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    ck_assert_str_eq(back->domain, "web");
+    ck_assert_str_eq(back->group, "blue");
+    ck_assert_str_eq(back->policy.group, "blue");
+    ck_assert_int_eq(back->policy.smt, VP_SMT_PACK);
+    ck_assert_int_eq(back->policy.emulator, VP_EMULATOR_DEDICATED);
+    ck_assert_uint_eq(back->nvcpus, 3);
+    ck_assert_int_eq(back->vcpu_pu[1], 9);
+    ck_assert(hwloc_bitmap_isset(back->reserved, 14));
+    ck_assert_int_eq(back->level, VP_LEVEL_L3);
+    ck_assert_uint_eq(back->guest_threads, 3);
+    ck_assert(back->topology_mismatch);
+    again = toText(back, topo);
+    ck_assert_str_eq(again, expected_json);
+
+    copy = vpPlanCopy(plan);
+    vpPlanFree(g_steal_pointer(&plan));
+    copied = toText(copy, topo);
+    ck_assert_str_eq(copied, expected_json);
+}
+END_TEST
+
+/* Each case edits the valid JSON and expects a message naming the field and value. */
+static const struct {
+    const char *from;
+    const char *to;
+    const char *message;
+} bad[] = {
+    {"\"smt\":\"pack\"", "\"smt\":\"foo\"",
+     "plan of domain 'web': policy.smt='foo' is not one of isolate, pack, spread, share"},
+    {"\"unmet\":\"refuse\"", "\"unmet\":\"refuse\",\"colour\":\"red\"",
+     "plan of domain 'web': policy: unknown key 'colour'"},
+    {"\"how\":\"placed\",", "\"how\":\"placed\",\"extra\":1,",
+     "plan of domain 'web': unknown key 'extra'"},
+    {"\"how\":\"placed\",", "", "plan of domain 'web': how is missing"},
+    {"\"how\":\"placed\"", "\"how\":\"guessed\"",
+     "plan of domain 'web': how='guessed' is not one of placed, pinned, adopted"},
+    {"{\"vcpu\":1,", "{\"vcpu\":5,", "plan of domain 'web': vcpus[1].vcpu=5, expected 1"},
+    {"\"pu\":9", "\"pu\":-2",
+     "plan of domain 'web': vcpus[1].pu=-2, expected an integer in -1..65535"},
+    {"\"pu\":9", "\"pu\":\"9\"",
+     "plan of domain 'web': vcpus[1].pu=\"9\", expected an integer in -1..65535"},
+    {"\"pu\":9", "\"pu\":9.5",
+     "plan of domain 'web': vcpus[1].pu=9.5, expected an integer in -1..65535"},
+    {"\"pu\":9", "\"pu\":70000",
+     "plan of domain 'web': vcpus[1].pu=70000, expected an integer in -1..65535"},
+    {"\"core\":6,", "", "plan of domain 'web': vcpus[2].core is missing"},
+    {"\"group\":\"blue\"", "\"group\":\"a b\"",
+     "plan of domain 'web': group='a b' is not 1 to 64 characters of A-Z a-z 0-9 . _ -"},
+    {"\"group\":\"blue\"", "\"group\":7", "plan of domain 'web': group=7 is not a string or null"},
+    {"\"reserved\":\"2,14\"", "\"reserved\":\"2-\"",
+     "plan of domain 'web': reserved='2-' is not a CPU list (e.g. 0-3,8)"},
+    {"\"emulator\":\"2\"", "\"emulator\":\"70000\"",
+     "plan of domain 'web': emulator='70000' is not a CPU list (e.g. 0-3,8)"},
+    {"\"level\":\"l3\"", "\"level\":\"rack\"",
+     "plan of domain 'web': level='rack' is not one of core, cluster, l3, numa, package, host"},
+    {"\"level_index\":0", "\"level_index\":-7",
+     "plan of domain 'web': level_index=-7, expected an integer in -1..2147483647"},
+    {"\"threads\":3", "\"threads\":0",
+     "plan of domain 'web': guest_topology.threads=0, expected an integer in 1..4096"},
+    {"\"topology_mismatch\":true", "\"topology_mismatch\":\"yes\"",
+     "plan of domain 'web': topology_mismatch=\"yes\" is not true or false"},
+    {"\"degraded_reason\":\"locality=l3 relaxed to locality=auto\"", "\"degraded_reason\":null",
+     "plan of domain 'web': degraded is true but degraded_reason is null"},
+    {"\"domain\":\"web\"", "\"domain\":\"\"", "domain is empty"},
+    {"\"domain\":\"web\",", "", "domain is missing"},
+};
+
+START_TEST(test_bad_field)
+{
+    g_auto(GStrv) parts = g_strsplit(expected_json, bad[_i].from, 2);
+    g_autofree char *text = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpPlan) plan = NULL;
+
+    ck_assert_msg(parts[1], "case %d: '%s' not in the JSON", _i, bad[_i].from);
+    text = g_strjoin(bad[_i].to, parts[0], parts[1], NULL);
+    plan = fromText(text, &err);
+    ck_assert_ptr_null(plan);
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+    ck_assert_str_eq(err->message, bad[_i].message);
+}
+END_TEST
+
+START_TEST(test_bad_shape)
+{
+    static const char *const texts[] = {
+        "[]",
+        "\"plan\"",
+        "{\"domain\":\"x\",\"group\":null,\"policy\":{},\"vcpus\":[]}",
+    };
+    static const char *const messages[] = {
+        "plan is not a JSON object",
+        "plan is not a JSON object",
+        "plan of domain 'x': policy.smt is missing",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(texts); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autoptr(vpPlan) plan = fromText(texts[i], &err);
+
+        ck_assert_ptr_null(plan);
+        ck_assert_str_eq(err->message, messages[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_empty_vcpus)
+{
+    g_auto(GStrv) parts = g_strsplit(expected_json, "\"vcpus\":[", 2);
+    g_auto(GStrv) rest = g_strsplit(parts[1], "],\"emulator\"", 2);
+    g_autofree char *text = g_strconcat(parts[0], "\"vcpus\":[],\"emulator\"", rest[1], NULL);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpPlan) plan = fromText(text, &err);
+
+    ck_assert_ptr_null(plan);
+    ck_assert_str_eq(err->message, "plan of domain 'web': vcpus has 0 entries, expected 1..4096");
+}
+END_TEST
+
+START_TEST(test_format)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpPlan) plan = testPlan();
+    g_autofree char *text = NULL;
+
+    plan->vcpu_pu[2] = -1;
+    text = vpPlanFormat(plan, topo);
+    ck_assert_ptr_nonnull(strstr(text, "domain web (group blue): placed, degraded\n"));
+    ck_assert_ptr_nonnull(strstr(text, "smt=pack coresched=vm locality=auto emulator=dedicated"));
+    ck_assert_ptr_nonnull(strstr(text, "  within: l3 0\n"));
+    ck_assert_ptr_nonnull(
+        strstr(text, "vcpu 1   -> cpu 9    core 1    l3 0   numa 0   package 0\n"));
+    ck_assert_ptr_nonnull(strstr(text, "vcpu 2   -> not pinned\n"));
+    ck_assert_ptr_nonnull(strstr(text, "  emulator: 2\n"));
+    ck_assert_ptr_nonnull(strstr(text, "  reserved idle: 2,14\n"));
+    ck_assert_ptr_nonnull(
+        strstr(text, "guest topology: sockets=1 cores=1 threads=3 (the declared topology"));
+    ck_assert_ptr_nonnull(strstr(text, "  degraded: locality=l3 relaxed to locality=auto\n"));
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("plan");
+    TCase *tc = tcase_create("plan");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_new);
+    tcase_add_test(tc, test_held);
+    tcase_add_test(tc, test_json_exact);
+    tcase_add_test(tc, test_json_minimal);
+    tcase_add_test(tc, test_round_trip);
+    tcase_add_loop_test(tc, test_bad_field, 0, G_N_ELEMENTS(bad));
+    tcase_add_test(tc, test_bad_shape);
+    tcase_add_test(tc, test_empty_vcpus);
+    tcase_add_test(tc, test_format);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
