@@ -1,0 +1,477 @@
+/*
+ * The ledger: one owner slot per PU plus each domain's plan. Every change goes through
+ * vpLedgerClaims(), which turns a plan into the PU slots it needs and rejects a plan that
+ * names a CPU the topology lacks or gives one PU twice, so the owner table can never hold
+ * two entries for one PU: loading a file and adding a fresh plan take the same path.
+ */
+#include "ledger.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#define VP_LEDGER_VERSION 1
+/* A ledger for thousands of domains is well under a megabyte; this only stops a
+ * mistaken path (a disk image, /dev/zero) from being read into memory. */
+#define VP_LEDGER_MAX_BYTES (64 * 1024 * 1024)
+
+struct _vpLedger {
+    const vpTopology *topo;
+    int npus;
+    vpOwner *owners;   /* per logical PU; domain points into the plan in plans */
+    GHashTable *plans; /* domain name (owned by the plan) -> vpPlan copy */
+};
+
+typedef struct {
+    int pu; /* logical index */
+    vpOwnKind kind;
+    int vcpu;
+} vpClaim;
+
+static const char *const ownKindNames[VP_OWN_LAST] = {
+    [VP_OWN_NONE] = "free",
+    [VP_OWN_VCPU] = "vcpu",
+    [VP_OWN_EMULATOR] = "emulator",
+    [VP_OWN_RESERVED] = "reserved",
+};
+
+const char *
+vpOwnKindName(vpOwnKind kind)
+{
+    return kind < VP_OWN_LAST ? ownKindNames[kind] : NULL;
+}
+
+vpLedger *
+vpLedgerNew(const vpTopology *topo)
+{
+    vpLedger *ledger = g_new0(vpLedger, 1);
+    int i;
+
+    ledger->topo = topo;
+    ledger->npus = vpTopologyNPUs(topo);
+    ledger->owners = g_new0(vpOwner, ledger->npus);
+    for (i = 0; i < ledger->npus; i++)
+        ledger->owners[i].vcpu = -1;
+    ledger->plans =
+        g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)vpPlanFree);
+    return ledger;
+}
+
+void
+vpLedgerFree(vpLedger *ledger)
+{
+    if (!ledger)
+        return;
+    g_hash_table_unref(ledger->plans);
+    g_free(ledger->owners);
+    g_free(ledger);
+}
+
+/* "vCPU 3", "the emulator", "a reserved sibling": who a slot is for, in messages. */
+static char *
+vpClaimDescribe(vpOwnKind kind, int vcpu)
+{
+    switch (kind) {
+    case VP_OWN_VCPU:
+        return g_strdup_printf("vCPU %d", vcpu);
+    case VP_OWN_EMULATOR:
+        return g_strdup("the emulator");
+    case VP_OWN_RESERVED:
+        return g_strdup("a reserved sibling");
+    case VP_OWN_NONE:
+    case VP_OWN_LAST:
+        break;
+    }
+    return g_strdup("nothing");
+}
+
+static gboolean
+vpLedgerClaimOne(const vpLedger *ledger, const vpPlan *plan, GArray *claims, int os, vpOwnKind kind,
+                 int vcpu, GError **error)
+{
+    int pu = vpTopologyPUByOS(ledger->topo, os);
+    vpClaim claim = {pu, kind, vcpu};
+    g_autofree char *who = vpClaimDescribe(kind, vcpu);
+    guint i;
+
+    if (pu < 0) {
+        bool offline = hwloc_bitmap_isset(vpTopologyOffline(ledger->topo), os);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain '%s': %s is on CPU %d, which the topology (%s) %s", plan->domain, who,
+                    os, vpTopologyGetSource(ledger->topo), offline ? "has offline" : "lacks");
+        return FALSE;
+    }
+    for (i = 0; i < claims->len; i++) {
+        const vpClaim *other = &g_array_index(claims, vpClaim, i);
+
+        if (other->pu == pu) {
+            g_autofree char *first = vpClaimDescribe(other->kind, other->vcpu);
+
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain '%s': CPU %d is given twice, to %s and to %s", plan->domain, os,
+                        first, who);
+            return FALSE;
+        }
+    }
+    g_array_append_val(claims, claim);
+    return TRUE;
+}
+
+/* The PU slots a plan needs. A dedicated emulator PU is in plan->reserved (plan.h) and is
+ * then the emulator's whole set; when the emulator floats over vCPU PUs or runs on
+ * housekeeping CPUs its set is not inside reserved, and reserved PUs are idle siblings. */
+static GArray *
+vpLedgerClaims(const vpLedger *ledger, const vpPlan *plan, GError **error)
+{
+    g_autoptr(GArray) claims = g_array_new(FALSE, FALSE, sizeof(vpClaim));
+    bool dedicated = !hwloc_bitmap_iszero(plan->emulator) &&
+                     hwloc_bitmap_isincluded(plan->emulator, plan->reserved);
+    unsigned i;
+    int os;
+
+    for (i = 0; i < plan->nvcpus; i++) {
+        if (plan->vcpu_pu[i] < 0)
+            continue;
+        if (!vpLedgerClaimOne(ledger, plan, claims, plan->vcpu_pu[i], VP_OWN_VCPU, i, error))
+            return NULL;
+    }
+    hwloc_bitmap_foreach_begin(os, plan->reserved)
+    {
+        vpOwnKind kind =
+            dedicated && hwloc_bitmap_isset(plan->emulator, os) ? VP_OWN_EMULATOR : VP_OWN_RESERVED;
+
+        if (!vpLedgerClaimOne(ledger, plan, claims, os, kind, -1, error))
+            return NULL;
+    }
+    hwloc_bitmap_foreach_end();
+    return g_steal_pointer(&claims);
+}
+
+gboolean
+vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
+{
+    g_autoptr(GArray) claims = NULL;
+    vpPlan *copy;
+    guint i;
+
+    if (g_hash_table_contains(ledger->plans, plan->domain)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain '%s' is already in the ledger",
+                    plan->domain);
+        return FALSE;
+    }
+    if (!(claims = vpLedgerClaims(ledger, plan, error)))
+        return FALSE;
+    for (i = 0; i < claims->len; i++) {
+        const vpClaim *c = &g_array_index(claims, vpClaim, i);
+        const vpOwner *held = &ledger->owners[c->pu];
+
+        if (held->domain) {
+            g_autofree char *who = vpClaimDescribe(c->kind, c->vcpu);
+            g_autofree char *holder = vpClaimDescribe(held->kind, held->vcpu);
+
+            g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                        "domain '%s': CPU %u for %s is held by domain '%s' for %s", plan->domain,
+                        vpTopologyPU(ledger->topo, c->pu)->os, who, held->domain, holder);
+            return FALSE;
+        }
+    }
+
+    copy = vpPlanCopy(plan);
+    for (i = 0; i < claims->len; i++) {
+        const vpClaim *c = &g_array_index(claims, vpClaim, i);
+
+        ledger->owners[c->pu] = (vpOwner){copy->domain, c->kind, c->vcpu};
+    }
+    g_hash_table_insert(ledger->plans, copy->domain, copy);
+    return TRUE;
+}
+
+/* Takes a domain's plan out of the ledger and hands it to the caller. */
+static vpPlan *
+vpLedgerSteal(vpLedger *ledger, const char *domain)
+{
+    vpPlan *plan = g_hash_table_lookup(ledger->plans, domain);
+    int i;
+
+    if (!plan)
+        return NULL;
+    for (i = 0; i < ledger->npus; i++) {
+        if (ledger->owners[i].domain == plan->domain)
+            ledger->owners[i] = (vpOwner){NULL, VP_OWN_NONE, -1};
+    }
+    g_hash_table_steal(ledger->plans, domain);
+    return plan;
+}
+
+gboolean
+vpLedgerRemove(vpLedger *ledger, const char *domain)
+{
+    vpPlan *plan = vpLedgerSteal(ledger, domain);
+
+    vpPlanFree(plan);
+    return plan != NULL;
+}
+
+gboolean
+vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error)
+{
+    g_autoptr(vpPlan) old = vpLedgerSteal(ledger, plan->domain);
+
+    if (vpLedgerAdd(ledger, plan, error))
+        return TRUE;
+    /* The old plan fitted before and nothing else changed: putting it back cannot fail. */
+    if (old && !vpLedgerAdd(ledger, old, NULL))
+        g_assert_not_reached();
+    return FALSE;
+}
+
+const vpPlan *
+vpLedgerLookup(const vpLedger *ledger, const char *domain)
+{
+    return g_hash_table_lookup(ledger->plans, domain);
+}
+
+vpOwner
+vpLedgerOwner(const vpLedger *ledger, int pu)
+{
+    if (pu < 0 || pu >= ledger->npus)
+        return (vpOwner){NULL, VP_OWN_NONE, -1};
+    return ledger->owners[pu];
+}
+
+const char *
+vpLedgerGroupAt(const vpLedger *ledger, int pu)
+{
+    const vpPlan *plan;
+
+    if (pu < 0 || pu >= ledger->npus || !ledger->owners[pu].domain)
+        return NULL;
+    plan = g_hash_table_lookup(ledger->plans, ledger->owners[pu].domain);
+    return plan->group;
+}
+
+bool
+vpLedgerPUFree(const vpLedger *ledger, int pu)
+{
+    return pu >= 0 && pu < ledger->npus && !ledger->owners[pu].domain;
+}
+
+static int
+vpLedgerCompareNames(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+GPtrArray *
+vpLedgerDomains(const vpLedger *ledger)
+{
+    GPtrArray *names = g_ptr_array_new();
+    GHashTableIter iter;
+    gpointer key;
+
+    g_hash_table_iter_init(&iter, ledger->plans);
+    while (g_hash_table_iter_next(&iter, &key, NULL))
+        g_ptr_array_add(names, key);
+    g_ptr_array_sort(names, vpLedgerCompareNames);
+    return names;
+}
+
+unsigned
+vpLedgerNDomains(const vpLedger *ledger)
+{
+    return g_hash_table_size(ledger->plans);
+}
+
+const vpTopology *
+vpLedgerTopology(const vpLedger *ledger)
+{
+    return ledger->topo;
+}
+
+gboolean
+vpLedgerCheck(const vpLedger *ledger, GError **error)
+{
+    g_autofree vpOwner *expect = g_new0(vpOwner, ledger->npus);
+    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
+    guint d, i;
+    int pu;
+
+    for (pu = 0; pu < ledger->npus; pu++)
+        expect[pu].vcpu = -1;
+    for (d = 0; d < names->len; d++) {
+        const vpPlan *plan = g_hash_table_lookup(ledger->plans, names->pdata[d]);
+        g_autoptr(GArray) claims = vpLedgerClaims(ledger, plan, error);
+
+        if (!claims)
+            return FALSE;
+        for (i = 0; i < claims->len; i++) {
+            const vpClaim *c = &g_array_index(claims, vpClaim, i);
+
+            if (expect[c->pu].domain) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "CPU %u is held by both domain '%s' and domain '%s'",
+                            vpTopologyPU(ledger->topo, c->pu)->os, expect[c->pu].domain,
+                            plan->domain);
+                return FALSE;
+            }
+            expect[c->pu] = (vpOwner){plan->domain, c->kind, c->vcpu};
+        }
+    }
+    for (pu = 0; pu < ledger->npus; pu++) {
+        const vpOwner *have = &ledger->owners[pu];
+
+        if (have->domain != expect[pu].domain || have->kind != expect[pu].kind ||
+            have->vcpu != expect[pu].vcpu) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "CPU %u: owner table says '%s' %s, the plans say '%s' %s",
+                        vpTopologyPU(ledger->topo, pu)->os, have->domain ? have->domain : "(free)",
+                        vpOwnKindName(have->kind), expect[pu].domain ? expect[pu].domain : "(free)",
+                        vpOwnKindName(expect[pu].kind));
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+JsonNode *
+vpLedgerToJson(const vpLedger *ledger)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
+    guint i;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, VP_LEDGER_VERSION);
+    json_builder_set_member_name(b, "domains");
+    json_builder_begin_array(b);
+    for (i = 0; i < names->len; i++) {
+        const vpPlan *plan = g_hash_table_lookup(ledger->plans, names->pdata[i]);
+
+        json_builder_add_value(b, vpPlanToJson(plan, ledger->topo));
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+vpLedger *
+vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
+{
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    JsonObject *obj;
+    JsonNode *member;
+    JsonArray *domains;
+    guint i;
+
+    if (!node || !JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger is not a JSON object");
+        return NULL;
+    }
+    obj = json_node_get_object(node);
+    member = json_object_get_member(obj, "version");
+    if (!member || !JSON_NODE_HOLDS_VALUE(member) ||
+        json_node_get_value_type(member) != G_TYPE_INT64 ||
+        json_node_get_int(member) != VP_LEDGER_VERSION) {
+        g_autofree char *shown = member ? json_to_string(member, FALSE) : g_strdup("missing");
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "version=%.40s is not supported (this build reads version %d)", shown,
+                    VP_LEDGER_VERSION);
+        return NULL;
+    }
+    member = json_object_get_member(obj, "domains");
+    if (!member || !JSON_NODE_HOLDS_ARRAY(member)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domains is missing or not an array");
+        return NULL;
+    }
+    if (json_object_get_size(obj) != 2) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown keys beside version and domains");
+        return NULL;
+    }
+
+    domains = json_node_get_array(member);
+    for (i = 0; i < json_array_get_length(domains); i++) {
+        g_autoptr(GError) local = NULL;
+        g_autoptr(vpPlan) plan = vpPlanFromJson(json_array_get_element(domains, i), &local);
+
+        if (!plan || !vpLedgerAdd(ledger, plan, &local)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domains[%u]: %s", i, local->message);
+            return NULL;
+        }
+    }
+    return g_steal_pointer(&ledger);
+}
+
+gboolean
+vpLedgerSave(const vpLedger *ledger, const char *path, GError **error)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = vpLedgerToJson(ledger);
+    g_autoptr(GError) local = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *data = NULL;
+
+    json_generator_set_pretty(gen, TRUE);
+    json_generator_set_root(gen, root);
+    text = json_generator_to_data(gen, NULL);
+    data = g_strconcat(text, "\n", NULL);
+
+    /* GLib 2.74 writes a temporary file beside path, fsyncs it, renames it over path and
+     * fsyncs the directory with these flags (checked with strace): a crash leaves the old
+     * ledger or the new one, never a mix. */
+    if (!g_file_set_contents_full(path, data, -1,
+                                  G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
+                                  0600, &local)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, local->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+vpLedger *
+vpLedgerLoad(const vpTopology *topo, const char *path, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) local = NULL;
+    g_autofree char *data = NULL;
+    vpLedger *ledger;
+    GStatBuf st;
+    gsize len;
+
+    if (g_stat(path, &st) < 0) {
+        int err = errno;
+
+        if (err == ENOENT)
+            return vpLedgerNew(topo);
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(err));
+        return NULL;
+    }
+    if (st.st_size > VP_LEDGER_MAX_BYTES) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "ledger %s: %lld bytes is more than a ledger can be (%d)", path,
+                    (long long)st.st_size, VP_LEDGER_MAX_BYTES);
+        return NULL;
+    }
+    if (!g_file_get_contents(path, &data, &len, &local)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, local->message);
+        return NULL;
+    }
+    if (!json_parser_load_from_data(parser, data, len, &local)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s is corrupt: %s", path,
+                    local->message);
+        return NULL;
+    }
+    if (!json_parser_get_root(parser)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "ledger %s is empty (truncated?); remove it to start from an empty ledger",
+                    path);
+        return NULL;
+    }
+    if (!(ledger = vpLedgerFromJson(topo, json_parser_get_root(parser), &local))) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s: %s", path, local->message);
+        return NULL;
+    }
+    return ledger;
+}

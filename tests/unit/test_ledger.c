@@ -1,0 +1,633 @@
+/*
+ * The ledger: one owner per PU whatever the order of adds, replaces and removes; a plan
+ * that collides, names a CPU the topology lacks or gives a PU twice changes nothing; the
+ * file round-trips, is written 0600 and atomically (a save that fails midway leaves the
+ * old file), and a corrupt, truncated or foreign file is an error naming it.
+ */
+#include "core/ledger.h"
+
+#include <check.h>
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* 2 packages x 2 L3 x 2 cores x 2 threads, the sibling of CPU n is n+8; CPU 16 offline. */
+static vpTopology *
+testTopology(void)
+{
+    vpTopology *topo = vpTopologyNew();
+    g_autoptr(GError) err = NULL;
+
+    for (int p = 0; p < 2; p++)
+        for (int l = 0; l < 2; l++)
+            for (int c = 0; c < 2; c++)
+                for (int t = 0; t < 2; t++) {
+                    int core = p * 4 + l * 2 + c;
+
+                    vpTopologyAddPU(topo, core + 8 * t, p, p, p * 2 + l, -1, core, true);
+                }
+    vpTopologyAddOffline(topo, 16);
+    vpTopologySetSource(topo, "test-16");
+    ck_assert_msg(vpTopologyFinalize(topo, NULL, NULL, &err), "%s", err ? err->message : "");
+    return topo;
+}
+
+/* A plan with vCPUs on cpus (-1 ends the list), and reserved / emulator CPU lists. */
+static vpPlan *
+makePlan(const char *name, const char *group, const int *cpus, const char *reserved,
+         const char *emulator)
+{
+    unsigned n = 0;
+    vpPlan *plan;
+
+    while (cpus[n] >= 0)
+        n++;
+    plan = vpPlanNew(name, n);
+    for (unsigned i = 0; i < n; i++)
+        plan->vcpu_pu[i] = cpus[i];
+    plan->group = g_strdup(group);
+    plan->policy.group = g_strdup(group);
+    if (reserved)
+        hwloc_bitmap_list_sscanf(plan->reserved, reserved);
+    if (emulator)
+        hwloc_bitmap_list_sscanf(plan->emulator, emulator);
+    return plan;
+}
+
+static char *
+replaceAll(const char *text, const char *from, const char *to)
+{
+    g_auto(GStrv) parts = g_strsplit(text, from, -1);
+
+    ck_assert_msg(parts[0] && parts[1], "'%s' not in the test text", from);
+    return g_strjoinv(to, parts);
+}
+
+static int
+pu(const vpTopology *topo, unsigned os)
+{
+    int idx = vpTopologyPUByOS(topo, os);
+
+    ck_assert_int_ge(idx, 0);
+    return idx;
+}
+
+START_TEST(test_add_owners)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) plan = makePlan("web", "blue", (int[]){0, 1, -1}, "8,9", NULL);
+    g_autoptr(GError) err = NULL;
+    vpOwner o;
+
+    ck_assert_ptr_eq(vpLedgerTopology(ledger), topo);
+    ck_assert_msg(vpLedgerAdd(ledger, plan, &err), "%s", err ? err->message : "");
+    ck_assert(vpLedgerCheck(ledger, NULL));
+    ck_assert_uint_eq(vpLedgerNDomains(ledger), 1);
+
+    o = vpLedgerOwner(ledger, pu(topo, 1));
+    ck_assert_str_eq(o.domain, "web");
+    ck_assert_int_eq(o.kind, VP_OWN_VCPU);
+    ck_assert_int_eq(o.vcpu, 1);
+    o = vpLedgerOwner(ledger, pu(topo, 8));
+    ck_assert_int_eq(o.kind, VP_OWN_RESERVED);
+    ck_assert_int_eq(o.vcpu, -1);
+    ck_assert_str_eq(vpLedgerGroupAt(ledger, pu(topo, 9)), "blue");
+    ck_assert(!vpLedgerPUFree(ledger, pu(topo, 9)));
+    ck_assert(vpLedgerPUFree(ledger, pu(topo, 2)));
+    ck_assert_ptr_null(vpLedgerGroupAt(ledger, pu(topo, 2)));
+    o = vpLedgerOwner(ledger, pu(topo, 2));
+    ck_assert_ptr_null(o.domain);
+    ck_assert_int_eq(o.kind, VP_OWN_NONE);
+    /* Out-of-range indexes are free and ownerless, not a crash. */
+    ck_assert_ptr_null(vpLedgerOwner(ledger, 999).domain);
+    ck_assert(!vpLedgerPUFree(ledger, -1));
+
+    /* The ledger keeps its own copy. */
+    plan->vcpu_pu[0] = 5;
+    ck_assert_int_eq(vpLedgerLookup(ledger, "web")->vcpu_pu[0], 0);
+    ck_assert_ptr_null(vpLedgerLookup(ledger, "nope"));
+    ck_assert_str_eq(vpOwnKindName(VP_OWN_EMULATOR), "emulator");
+}
+END_TEST
+
+START_TEST(test_emulator_kind)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    /* Dedicated: the emulator's set is inside reserved. */
+    g_autoptr(vpPlan) dedicated = makePlan("a", NULL, (int[]){0, -1}, "8,3", "3");
+    /* Floating over the domain's PUs: reserved siblings stay reserved. */
+    g_autoptr(vpPlan) floating = makePlan("b", NULL, (int[]){1, -1}, "9", "1,9");
+
+    ck_assert(vpLedgerAdd(ledger, dedicated, NULL));
+    ck_assert(vpLedgerAdd(ledger, floating, NULL));
+    ck_assert_int_eq(vpLedgerOwner(ledger, pu(topo, 3)).kind, VP_OWN_EMULATOR);
+    ck_assert_int_eq(vpLedgerOwner(ledger, pu(topo, 8)).kind, VP_OWN_RESERVED);
+    ck_assert_int_eq(vpLedgerOwner(ledger, pu(topo, 9)).kind, VP_OWN_RESERVED);
+    ck_assert(vpLedgerCheck(ledger, NULL));
+}
+END_TEST
+
+START_TEST(test_conflict_changes_nothing)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) a = makePlan("a", NULL, (int[]){0, 1, -1}, "8", NULL);
+    g_autoptr(vpPlan) b = makePlan("b", NULL, (int[]){2, 3, -1}, "8", NULL);
+    g_autoptr(GError) err = NULL;
+
+    ck_assert(vpLedgerAdd(ledger, a, NULL));
+    ck_assert(!vpLedgerAdd(ledger, b, &err));
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_REFUSED));
+    ck_assert_str_eq(err->message,
+                     "domain 'b': CPU 8 for a reserved sibling is held by domain 'a' for a "
+                     "reserved sibling");
+    /* b's vCPUs, checked before the collision was found, were not recorded. */
+    ck_assert(vpLedgerPUFree(ledger, pu(topo, 2)));
+    ck_assert(vpLedgerPUFree(ledger, pu(topo, 3)));
+    ck_assert_ptr_null(vpLedgerLookup(ledger, "b"));
+    ck_assert(vpLedgerCheck(ledger, NULL));
+    g_clear_error(&err);
+
+    ck_assert(!vpLedgerAdd(ledger, a, &err));
+    ck_assert_str_eq(err->message, "domain 'a' is already in the ledger");
+}
+END_TEST
+
+START_TEST(test_bad_plans)
+{
+    static const struct {
+        int cpus[3];
+        const char *reserved;
+        const char *message;
+    } cases[] = {
+        {{0, 99, -1}, NULL, "domain 'x': vCPU 1 is on CPU 99, which the topology (test-16) lacks"},
+        {{0, 16, -1},
+         NULL,
+         "domain 'x': vCPU 1 is on CPU 16, which the topology (test-16) has offline"},
+        {{0, -1},
+         "40",
+         "domain 'x': a reserved sibling is on CPU 40, which the topology (test-16) lacks"},
+        {{4, 4, -1}, NULL, "domain 'x': CPU 4 is given twice, to vCPU 0 and to vCPU 1"},
+        {{4, -1}, "4", "domain 'x': CPU 4 is given twice, to vCPU 0 and to a reserved sibling"},
+    };
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(vpPlan) plan = makePlan("x", NULL, cases[i].cpus, cases[i].reserved, NULL);
+        g_autoptr(GError) err = NULL;
+
+        ck_assert(!vpLedgerAdd(ledger, plan, &err));
+        ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+        ck_assert_str_eq(err->message, cases[i].message);
+        ck_assert_uint_eq(vpLedgerNDomains(ledger), 0);
+        for (int p = 0; p < vpTopologyNPUs(topo); p++)
+            ck_assert(vpLedgerPUFree(ledger, p));
+    }
+}
+END_TEST
+
+START_TEST(test_remove_and_replace)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) a = makePlan("a", NULL, (int[]){0, 1, -1}, NULL, NULL);
+    g_autoptr(vpPlan) b = makePlan("b", "g", (int[]){2, -1}, NULL, NULL);
+    g_autoptr(vpPlan) a_moved = makePlan("a", NULL, (int[]){1, 4, -1}, NULL, NULL);
+    g_autoptr(vpPlan) a_onto_b = makePlan("a", NULL, (int[]){2, 5, -1}, NULL, NULL);
+    g_autoptr(vpPlan) c = makePlan("c", NULL, (int[]){7, -1}, NULL, NULL);
+    g_autoptr(GPtrArray) names = NULL;
+    g_autoptr(GError) err = NULL;
+
+    ck_assert(vpLedgerAdd(ledger, b, NULL));
+    ck_assert(vpLedgerAdd(ledger, a, NULL));
+
+    /* A move may reuse the domain's own PUs (vCPU 1 stays on CPU 1, vCPU 0 leaves 0). */
+    ck_assert_msg(vpLedgerReplace(ledger, a_moved, &err), "%s", err ? err->message : "");
+    ck_assert(vpLedgerPUFree(ledger, pu(topo, 0)));
+    ck_assert_int_eq(vpLedgerOwner(ledger, pu(topo, 4)).vcpu, 1);
+    ck_assert_int_eq(vpLedgerOwner(ledger, pu(topo, 1)).vcpu, 0);
+
+    /* A replace that collides leaves the old plan in force. */
+    ck_assert(!vpLedgerReplace(ledger, a_onto_b, &err));
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_REFUSED));
+    ck_assert_int_eq(vpLedgerLookup(ledger, "a")->vcpu_pu[1], 4);
+    ck_assert_str_eq(vpLedgerOwner(ledger, pu(topo, 4)).domain, "a");
+    ck_assert(vpLedgerPUFree(ledger, pu(topo, 5)));
+    ck_assert_str_eq(vpLedgerOwner(ledger, pu(topo, 2)).domain, "b");
+    ck_assert(vpLedgerCheck(ledger, NULL));
+
+    /* Replacing a domain the ledger does not hold records it. */
+    ck_assert(vpLedgerReplace(ledger, c, NULL));
+    names = vpLedgerDomains(ledger);
+    ck_assert_uint_eq(names->len, 3);
+    ck_assert_str_eq(names->pdata[0], "a");
+    ck_assert_str_eq(names->pdata[1], "b");
+    ck_assert_str_eq(names->pdata[2], "c");
+
+    ck_assert(vpLedgerRemove(ledger, "a"));
+    ck_assert(!vpLedgerRemove(ledger, "a"));
+    ck_assert(vpLedgerPUFree(ledger, pu(topo, 1)));
+    ck_assert(vpLedgerPUFree(ledger, pu(topo, 4)));
+    ck_assert_uint_eq(vpLedgerNDomains(ledger), 2);
+    ck_assert(vpLedgerCheck(ledger, NULL));
+    /* The freed PUs can be taken again. */
+    ck_assert(vpLedgerAdd(ledger, a, NULL));
+}
+END_TEST
+
+static vpLedger *
+threeDomains(const vpTopology *topo)
+{
+    vpLedger *ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) a = makePlan("zeta", NULL, (int[]){0, 1, -1}, "8,9", NULL);
+    g_autoptr(vpPlan) b = makePlan("alpha", "blue", (int[]){4, 12, -1}, "5", "5");
+    g_autoptr(vpPlan) c = makePlan("mid", NULL, (int[]){2, -1, -1}, NULL, NULL);
+
+    b->degraded = true;
+    b->degraded_reason = g_strdup("emulator=dedicated relaxed");
+    c->how = VP_HOW_PINNED;
+    ck_assert(vpLedgerAdd(ledger, a, NULL));
+    ck_assert(vpLedgerAdd(ledger, b, NULL));
+    ck_assert(vpLedgerAdd(ledger, c, NULL));
+    return ledger;
+}
+
+static char *
+ledgerText(const vpLedger *ledger)
+{
+    g_autoptr(JsonNode) node = vpLedgerToJson(ledger);
+
+    return json_to_string(node, FALSE);
+}
+
+START_TEST(test_json_round_trip)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = threeDomains(topo);
+    g_autofree char *text = ledgerText(ledger);
+    g_autoptr(JsonNode) node = json_from_string(text, NULL);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) back = vpLedgerFromJson(topo, node, &err);
+    g_autofree char *again = NULL;
+    const char *alpha, *mid, *zeta;
+
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    again = ledgerText(back);
+    ck_assert_str_eq(again, text);
+    ck_assert(g_str_has_prefix(text, "{\"version\":1,\"domains\":[{\"domain\":\"alpha\""));
+    /* Domains sorted by name, whatever the order they were added in. */
+    alpha = strstr(text, "\"domain\":\"alpha\"");
+    mid = strstr(text, "\"domain\":\"mid\"");
+    zeta = strstr(text, "\"domain\":\"zeta\"");
+    ck_assert(alpha && mid && zeta && alpha < mid && mid < zeta);
+    ck_assert_int_eq(vpLedgerOwner(back, pu(topo, 5)).kind, VP_OWN_EMULATOR);
+    ck_assert(vpLedgerCheck(back, NULL));
+}
+END_TEST
+
+static const struct {
+    const char *text;
+    const char *message;
+} bad_ledgers[] = {
+    {"{\"version\":2,\"domains\":[]}", "version=2 is not supported (this build reads version 1)"},
+    {"{\"domains\":[]}", "version=missing is not supported (this build reads version 1)"},
+    {"{\"version\":1}", "domains is missing or not an array"},
+    {"{\"version\":1,\"domains\":{}}", "domains is missing or not an array"},
+    {"{\"version\":1,\"domains\":[],\"x\":0}", "unknown keys beside version and domains"},
+    {"[1]", "ledger is not a JSON object"},
+    {"{\"version\":1,\"domains\":[7]}", "domains[0]: plan is not a JSON object"},
+};
+
+START_TEST(test_json_bad)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(JsonNode) node = json_from_string(bad_ledgers[_i].text, NULL);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) ledger = vpLedgerFromJson(topo, node, &err);
+
+    ck_assert_ptr_null(ledger);
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+    ck_assert_str_eq(err->message, bad_ledgers[_i].message);
+}
+END_TEST
+
+/* A ledger written for a bigger machine, or with two domains on one PU, is refused whole:
+ * a silently dropped domain would let the placer hand its PUs out again. */
+START_TEST(test_json_foreign_or_double_booked)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpLedger) other = vpLedgerNew(topo);
+    g_autoptr(vpPlan) a = makePlan("a", NULL, (int[]){3, -1}, NULL, NULL);
+    g_autoptr(vpPlan) b = makePlan("b", NULL, (int[]){3, -1}, NULL, NULL);
+    g_autofree char *ta = NULL;
+    g_autofree char *tb = NULL;
+    g_autofree char *both = NULL;
+    g_autofree char *foreign = NULL;
+    g_autoptr(JsonNode) n1 = NULL;
+    g_autoptr(JsonNode) n2 = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) loaded = NULL;
+
+    ck_assert(vpLedgerAdd(ledger, a, NULL));
+    ck_assert(vpLedgerAdd(other, b, NULL));
+    ta = ledgerText(ledger);
+    tb = ledgerText(other);
+    /* Splice b's plan into a's ledger. */
+    both = g_strdup_printf("%.*s,%s", (int)(strlen(ta) - 2), ta, strstr(tb, "{\"domain\""));
+    n1 = json_from_string(both, NULL);
+    ck_assert_ptr_nonnull(n1);
+    loaded = vpLedgerFromJson(topo, n1, &err);
+    ck_assert_ptr_null(loaded);
+    ck_assert_str_eq(err->message, "domains[1]: domain 'b': CPU 3 for vCPU 0 is held by domain "
+                                   "'a' for vCPU 0");
+    g_clear_error(&err);
+
+    foreign = replaceAll(ta, "\"pu\":3", "\"pu\":200");
+    n2 = json_from_string(foreign, NULL);
+    loaded = vpLedgerFromJson(topo, n2, &err);
+    ck_assert_ptr_null(loaded);
+    ck_assert_str_eq(err->message, "domains[0]: domain 'a': vCPU 0 is on CPU 200, which the "
+                                   "topology (test-16) lacks");
+}
+END_TEST
+
+static char *tmpdir;
+
+static void
+makeTmpdir(void)
+{
+    tmpdir = g_dir_make_tmp("vp-ledger-XXXXXX", NULL);
+    ck_assert_ptr_nonnull(tmpdir);
+}
+
+static void
+removeTmpdir(void)
+{
+    g_autoptr(GDir) dir = g_dir_open(tmpdir, 0, NULL);
+    const char *name;
+
+    while (dir && (name = g_dir_read_name(dir))) {
+        g_autofree char *path = g_build_filename(tmpdir, name, NULL);
+
+        g_remove(path);
+    }
+    g_rmdir(tmpdir);
+    g_clear_pointer(&tmpdir, g_free);
+}
+
+static guint
+entriesIn(const char *dirname)
+{
+    g_autoptr(GDir) dir = g_dir_open(dirname, 0, NULL);
+    guint n = 0;
+
+    while (dir && g_dir_read_name(dir))
+        n++;
+    return n;
+}
+
+START_TEST(test_save_load)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = threeDomains(topo);
+    g_autofree char *path = g_build_filename(tmpdir, "ledger.json", NULL);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) back = NULL;
+    g_autofree char *want = ledgerText(ledger);
+    g_autofree char *got = NULL;
+    g_autofree char *contents = NULL;
+    GStatBuf st;
+    mode_t old_umask = umask(0);
+
+    /* Even with a permissive umask the file is the daemon's alone. */
+    ck_assert_msg(vpLedgerSave(ledger, path, &err), "%s", err ? err->message : "");
+    umask(old_umask);
+    ck_assert_int_eq(g_stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    ck_assert_uint_eq(entriesIn(tmpdir), 1);
+    ck_assert(g_file_get_contents(path, &contents, NULL, NULL));
+    ck_assert(g_str_has_suffix(contents, "}\n"));
+
+    back = vpLedgerLoad(topo, path, &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    got = ledgerText(back);
+    ck_assert_str_eq(got, want);
+
+    /* Saving again replaces the file in place. */
+    ck_assert(vpLedgerRemove(ledger, "mid"));
+    ck_assert(vpLedgerSave(ledger, path, NULL));
+    vpLedgerFree(g_steal_pointer(&back));
+    back = vpLedgerLoad(topo, path, NULL);
+    ck_assert_uint_eq(vpLedgerNDomains(back), 2);
+    ck_assert_uint_eq(entriesIn(tmpdir), 1);
+}
+END_TEST
+
+START_TEST(test_load_missing_is_empty)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autofree char *path = g_build_filename(tmpdir, "absent.json", NULL);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) ledger = vpLedgerLoad(topo, path, &err);
+
+    ck_assert_msg(ledger, "%s", err ? err->message : "");
+    ck_assert_uint_eq(vpLedgerNDomains(ledger), 0);
+}
+END_TEST
+
+/* Every way a file can be damaged; the load must fail, name the file, and not crash. */
+START_TEST(test_load_damaged)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = threeDomains(topo);
+    g_autofree char *path = g_build_filename(tmpdir, "ledger.json", NULL);
+    g_autofree char *good = NULL;
+    gsize len;
+
+    ck_assert(vpLedgerSave(ledger, path, NULL));
+    ck_assert(g_file_get_contents(path, &good, &len, NULL));
+
+    /* Cut at every 7th byte: each prefix is a truncated file. */
+    for (gsize cut = 0; cut < len - 2; cut += 7) {
+        g_autoptr(GError) err = NULL;
+        g_autoptr(vpLedger) loaded = NULL;
+
+        ck_assert(g_file_set_contents(path, good, cut, NULL));
+        loaded = vpLedgerLoad(topo, path, &err);
+        ck_assert_msg(!loaded, "a ledger cut at byte %zu of %zu loaded", cut, len);
+        ck_assert_msg(strstr(err->message, path), "%s", err->message);
+        ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+    }
+
+    {
+        static const char *const junk[] = {"\x7f"
+                                           "ELF\x02\x01\x01",
+                                           "null", "{\"version\":1,\"domains\":[]}}", "\xff\xfe{"};
+
+        for (size_t i = 0; i < G_N_ELEMENTS(junk); i++) {
+            g_autoptr(GError) err = NULL;
+            g_autoptr(vpLedger) loaded = NULL;
+
+            ck_assert(g_file_set_contents(path, junk[i], -1, NULL));
+            loaded = vpLedgerLoad(topo, path, &err);
+            ck_assert_msg(!loaded, "junk %zu loaded", i);
+            ck_assert_msg(strstr(err->message, path), "%s", err->message);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_load_empty_file)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autofree char *path = g_build_filename(tmpdir, "ledger.json", NULL);
+    g_autofree char *want = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) loaded = NULL;
+
+    ck_assert(g_file_set_contents(path, "", 0, NULL));
+    loaded = vpLedgerLoad(topo, path, &err);
+    ck_assert_ptr_null(loaded);
+    want = g_strdup_printf(
+        "ledger %s is empty (truncated?); remove it to start from an empty ledger", path);
+    ck_assert_str_eq(err->message, want);
+}
+END_TEST
+
+START_TEST(test_load_foreign_pus)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autofree char *path = g_build_filename(tmpdir, "ledger.json", NULL);
+    g_autoptr(vpLedger) big = vpLedgerNew(topo);
+    g_autoptr(vpPlan) plan = makePlan("old", NULL, (int[]){6, -1}, NULL, NULL);
+    g_autofree char *text = NULL;
+    g_autofree char *edited = NULL;
+    g_autofree char *want = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) loaded = NULL;
+
+    ck_assert(vpLedgerAdd(big, plan, NULL));
+    text = ledgerText(big);
+    edited = replaceAll(text, "\"pu\":6", "\"pu\":64");
+    ck_assert(g_file_set_contents(path, edited, -1, NULL));
+    loaded = vpLedgerLoad(topo, path, &err);
+    ck_assert_ptr_null(loaded);
+    want = g_strdup_printf("ledger %s: domains[0]: domain 'old': vCPU 0 is on CPU 64, which the "
+                           "topology (test-16) lacks",
+                           path);
+    ck_assert_str_eq(err->message, want);
+}
+END_TEST
+
+START_TEST(test_load_unreadable)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) loaded = vpLedgerLoad(topo, tmpdir, &err);
+
+    /* A directory where the file should be. */
+    ck_assert_ptr_null(loaded);
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_SYSTEM));
+    ck_assert_ptr_nonnull(strstr(err->message, tmpdir));
+}
+END_TEST
+
+/* A save that fails halfway (here: the file size limit stops the write) must leave the
+ * previous ledger byte for byte, and no temporary file behind. */
+START_TEST(test_save_failure_keeps_old)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) small = vpLedgerNew(topo);
+    g_autoptr(vpLedger) large = threeDomains(topo);
+    g_autofree char *path = g_build_filename(tmpdir, "ledger.json", NULL);
+    g_autofree char *before = NULL;
+    g_autofree char *after = NULL;
+    gsize before_len;
+    pid_t child;
+    int status;
+
+    ck_assert(vpLedgerSave(small, path, NULL));
+    ck_assert(g_file_get_contents(path, &before, &before_len, NULL));
+    ck_assert_uint_lt(before_len, 256);
+
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        struct rlimit lim = {256, 256};
+        g_autoptr(GError) err = NULL;
+
+        signal(SIGXFSZ, SIG_IGN);
+        if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
+            _exit(3);
+        if (vpLedgerSave(large, path, &err))
+            _exit(1);
+        _exit(strstr(err->message, path) && err->code == VP_ERROR_SYSTEM ? 0 : 2);
+    }
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child: 1 = the save passed the size limit, 2 = bad error, 3 = setrlimit");
+
+    ck_assert(g_file_get_contents(path, &after, NULL, NULL));
+    ck_assert_str_eq(after, before);
+    ck_assert_uint_eq(entriesIn(tmpdir), 1);
+}
+END_TEST
+
+START_TEST(test_save_bad_directory)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autofree char *path = g_build_filename(tmpdir, "no-such-dir", "ledger.json", NULL);
+    g_autoptr(GError) err = NULL;
+
+    ck_assert(!vpLedgerSave(ledger, path, &err));
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_SYSTEM));
+    ck_assert_ptr_nonnull(strstr(err->message, path));
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("ledger");
+    TCase *tc = tcase_create("memory");
+    TCase *files = tcase_create("files");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_add_owners);
+    tcase_add_test(tc, test_emulator_kind);
+    tcase_add_test(tc, test_conflict_changes_nothing);
+    tcase_add_test(tc, test_bad_plans);
+    tcase_add_test(tc, test_remove_and_replace);
+    tcase_add_test(tc, test_json_round_trip);
+    tcase_add_loop_test(tc, test_json_bad, 0, G_N_ELEMENTS(bad_ledgers));
+    tcase_add_test(tc, test_json_foreign_or_double_booked);
+    suite_add_tcase(s, tc);
+
+    tcase_add_checked_fixture(files, makeTmpdir, removeTmpdir);
+    tcase_add_test(files, test_save_load);
+    tcase_add_test(files, test_load_missing_is_empty);
+    tcase_add_test(files, test_load_damaged);
+    tcase_add_test(files, test_load_empty_file);
+    tcase_add_test(files, test_load_foreign_pus);
+    tcase_add_test(files, test_load_unreadable);
+    tcase_add_test(files, test_save_failure_keeps_old);
+    tcase_add_test(files, test_save_bad_directory);
+    suite_add_tcase(s, files);
+
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
