@@ -1,0 +1,147 @@
+/*
+ * The properties are checked from first principles (sets and cores), not through the
+ * placer's own bookkeeping, so a placer bug cannot hide behind itself.
+ */
+#include "props.h"
+
+#include <string.h>
+
+static gboolean fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean
+fail(GError **error, const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *msg = NULL;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error_literal(error, VP_ERROR, VP_ERROR_INVALID, msg);
+    return FALSE;
+}
+
+static bool
+trusted(const vpPlan *a, const vpPlan *b)
+{
+    return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0);
+}
+
+static gboolean
+checkNoDoubleBooking(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan,
+                     GError **error)
+{
+    g_autoptr(vpBitmap) seen = hwloc_bitmap_alloc();
+    g_autoptr(vpBitmap) held = vpPlanHeld(plan);
+    int cpu;
+
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        if (plan->vcpu_pu[i] < 0)
+            continue;
+        if (hwloc_bitmap_isset(seen, plan->vcpu_pu[i]))
+            return fail(error, "CPU %d is given to two vCPUs", plan->vcpu_pu[i]);
+        hwloc_bitmap_set(seen, plan->vcpu_pu[i]);
+    }
+    hwloc_bitmap_foreach_begin(cpu, held)
+    {
+        int pu = vpTopologyPUByOS(topo, cpu);
+
+        if (pu < 0)
+            return fail(error, "CPU %d is not in the topology", cpu);
+        if (!vpLedgerPUFree(ledger, pu))
+            return fail(error, "CPU %d is already held by '%s'", cpu,
+                        vpLedgerOwner(ledger, pu).domain);
+        if (plan->how == VP_HOW_PLACED && !vpTopologyPU(topo, pu)->usable)
+            return fail(error,
+                        "CPU %d is not usable (offline, disallowed, outside host_cpus "
+                        "or housekeeping)",
+                        cpu);
+    }
+    hwloc_bitmap_foreach_end();
+    return TRUE;
+}
+
+static bool
+wholeFreeCoreLeft(const vpTopology *topo, const vpLedger *ledger, hwloc_const_bitmap_t held)
+{
+    for (int c = 0; c < vpTopologyNCores(topo); c++) {
+        const vpCore *core = vpTopologyCore(topo, c);
+        bool whole = true;
+
+        for (int i = 0; i < core->npus && whole; i++) {
+            const vpPU *pu = vpTopologyPU(topo, core->pus[i]);
+
+            whole = pu->usable && vpLedgerPUFree(ledger, core->pus[i]) &&
+                    !hwloc_bitmap_isset(held, pu->os);
+        }
+        if (whole)
+            return true;
+    }
+    return false;
+}
+
+static gboolean
+checkSiblings(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, GError **error)
+{
+    g_autoptr(vpBitmap) held = vpPlanHeld(plan);
+    int cpu;
+
+    if (plan->policy.smt == VP_SMT_SHARE || plan->how != VP_HOW_PLACED ||
+        !wholeFreeCoreLeft(topo, ledger, held))
+        return TRUE;
+    hwloc_bitmap_foreach_begin(cpu, held)
+    {
+        const vpCore *core =
+            vpTopologyCore(topo, vpTopologyPU(topo, vpTopologyPUByOS(topo, cpu))->core);
+
+        for (int i = 0; i < core->npus; i++) {
+            vpOwner o = vpLedgerOwner(ledger, core->pus[i]);
+            const vpPlan *other = o.domain ? vpLedgerLookup(ledger, o.domain) : NULL;
+
+            if (other && !trusted(plan, other))
+                return fail(error,
+                            "CPU %d shares a core with untrusted '%s' while a whole "
+                            "free core is left",
+                            cpu, other->domain);
+        }
+    }
+    hwloc_bitmap_foreach_end();
+    return TRUE;
+}
+
+static gboolean
+checkPack(const vpTopology *topo, const vpPlan *plan, GError **error)
+{
+    unsigned t = plan->guest_threads;
+
+    if (plan->policy.smt != VP_SMT_PACK || plan->degraded || plan->how != VP_HOW_PLACED)
+        return TRUE;
+    if (t == 0 || plan->guest_sockets * plan->guest_cores * t != plan->nvcpus)
+        return fail(error, "pack guest topology %u/%u/%u does not hold %u vCPUs",
+                    plan->guest_sockets, plan->guest_cores, t, plan->nvcpus);
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        int a = vpTopologyPU(topo, vpTopologyPUByOS(topo, plan->vcpu_pu[i]))->core;
+        int b = vpTopologyPU(topo, vpTopologyPUByOS(topo, plan->vcpu_pu[i - i % t]))->core;
+
+        if (a != b)
+            return fail(error, "pack: guest thread vCPU %u is not on the host core of vCPU %u", i,
+                        i - i % t);
+    }
+    return TRUE;
+}
+
+gboolean
+vpCheckPlan(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+            const vpPlan *plan, GError **error)
+{
+    if (plan->nvcpus != req->vcpus)
+        return fail(error, "plan has %u vCPUs, the domain asked for %u", plan->nvcpus, req->vcpus);
+    if (plan->how == VP_HOW_PLACED) {
+        for (unsigned i = 0; i < plan->nvcpus; i++) {
+            if (plan->vcpu_pu[i] < 0)
+                return fail(error, "vCPU %u has no CPU", i);
+        }
+    }
+    return checkNoDoubleBooking(topo, ledger, plan, error) &&
+           checkSiblings(topo, ledger, plan, error) && checkPack(topo, plan, error);
+}

@@ -1,0 +1,14 @@
+/*
+ * Properties every plan must have, checked on every golden and simulate case:
+ * no PU given twice; isolate, pack and spread never put two trust groups on one core's
+ * siblings while a whole free core stays free; pack puts guest sibling threads on host
+ * sibling PUs; plans stay inside the allowed, online, non-housekeeping PUs.
+ */
+#pragma once
+
+#include "core/ledger.h"
+#include "core/request.h"
+
+/* ledger: what was held before the plan (the plan is not in it yet). */
+gboolean vpCheckPlan(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+                     const vpPlan *plan, GError **error);

@@ -1,0 +1,221 @@
+/*
+ * Golden placements, in the manner of libvirt's qemuxml2argv tests: each directory under
+ * cases/ holds case.ini (topology and host sets), an optional prefill.jsonl trace that fills
+ * the ledger first, domain.xml, and expected.json (the plan, or the refusal text). The plan
+ * must equal the reviewed file and pass the properties of tests/common/props.h.
+ *
+ *   golden synthetic     cases whose topology the project writes itself
+ *   golden shared        cases on ../shared/topologies (exit 77 = skipped when absent)
+ *   VP_REGENERATE=1      rewrite expected.json from the current placer, to review as a diff
+ */
+#include "cli/trace.h"
+#include "core/placer.h"
+#include "host/hwtopo.h"
+#include "libvirt/domxml.h"
+#include "props.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SKIP 77
+
+static GPtrArray *cases;
+static const char *casedir;
+static const char *shared;
+
+static char *
+topologySource(GKeyFile *kf, GError **error)
+{
+    g_autofree char *file = g_key_file_get_string(kf, "case", "topology-file", NULL);
+
+    if (file)
+        return g_build_filename(shared, file, NULL);
+    return g_key_file_get_string(kf, "case", "topology", error);
+}
+
+static vpTopology *
+loadTopology(GKeyFile *kf, GError **error)
+{
+    g_autofree char *src = topologySource(kf, error);
+    g_autofree char *host = g_key_file_get_string(kf, "case", "host-cpus", NULL);
+    g_autofree char *hk = g_key_file_get_string(kf, "case", "housekeeping", NULL);
+    g_autoptr(vpBitmap) hostset = NULL;
+    g_autoptr(vpBitmap) hkset = NULL;
+
+    if (!src)
+        return NULL;
+    if (host && !(hostset = vpCpuListParse("host-cpus", host, error)))
+        return NULL;
+    if (hk && !(hkset = vpCpuListParse("housekeeping", hk, error)))
+        return NULL;
+    return vpHwtopoLoad(src, hostset, hkset, error);
+}
+
+static void
+prefill(const vpTopology *topo, vpLedger *ledger, const char *path)
+{
+    g_autofree char *data = NULL;
+    g_auto(GStrv) lines = NULL;
+    vpPolicy defaults;
+
+    if (!g_file_get_contents(path, &data, NULL, NULL))
+        return;
+    vpPolicyInitDefaults(&defaults);
+    lines = g_strsplit(data, "\n", -1);
+    for (int i = 0; lines[i]; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(vpPlan) plan = NULL;
+        vpTraceEvent ev;
+
+        if (!*g_strstrip(lines[i]))
+            continue;
+        ck_assert_msg(vpTraceParseLine(lines[i], &defaults, &ev, &error), "%s:%d: %s", path, i + 1,
+                      error->message);
+        if (ev.op == VP_TRACE_STOP) {
+            ck_assert(vpLedgerRemove(ledger, ev.name));
+        } else {
+            plan = vpPlace(topo, ledger, ev.req, &error);
+            ck_assert_msg(plan, "%s:%d: %s", path, i + 1, error->message);
+            ck_assert_msg(vpCheckPlan(topo, ledger, ev.req, plan, &error), "%s:%d: %s", path, i + 1,
+                          error->message);
+            ck_assert_msg(vpLedgerAdd(ledger, plan, &error), "%s:%d: %s", path, i + 1,
+                          error->message);
+        }
+        vpTraceEventClear(&ev);
+    }
+    vpPolicyClear(&defaults);
+}
+
+static char *
+toText(JsonNode *node)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+
+    json_generator_set_pretty(gen, TRUE);
+    json_generator_set_root(gen, node);
+    return g_strconcat(json_generator_to_data(gen, NULL), "\n", NULL);
+}
+
+static JsonNode *
+refusalJson(const GError *error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "refused");
+    json_builder_add_string_value(b, error->message);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+START_TEST(test_case)
+{
+    const char *name = g_ptr_array_index(cases, _i);
+    g_autofree char *dir = g_build_filename(casedir, name, NULL);
+    g_autofree char *ini = g_build_filename(dir, "case.ini", NULL);
+    g_autofree char *xml = g_build_filename(dir, "domain.xml", NULL);
+    g_autofree char *pre = g_build_filename(dir, "prefill.jsonl", NULL);
+    g_autofree char *exp = g_build_filename(dir, "expected.json", NULL);
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpTopology) topo = NULL;
+    g_autoptr(vpLedger) ledger = NULL;
+    g_autoptr(vpRequest) req = NULL;
+    g_autoptr(vpPlan) plan = NULL;
+    g_autoptr(JsonNode) out = NULL;
+    g_autofree char *got = NULL;
+    g_autofree char *want = NULL;
+    vpPolicy defaults;
+
+    ck_assert_msg(g_key_file_load_from_file(kf, ini, G_KEY_FILE_NONE, &error), "%s: %s", ini,
+                  error ? error->message : "");
+    topo = loadTopology(kf, &error);
+    ck_assert_msg(topo, "%s: %s", name, error ? error->message : "no topology");
+    ledger = vpLedgerNew(topo);
+    prefill(topo, ledger, pre);
+
+    vpPolicyInitDefaults(&defaults);
+    req = vpDomXMLParseFile(xml, &defaults, &error);
+    vpPolicyClear(&defaults);
+    ck_assert_msg(req, "%s: %s", name, error ? error->message : "");
+
+    plan = vpPlace(topo, ledger, req, &error);
+    if (plan) {
+        ck_assert_msg(vpCheckPlan(topo, ledger, req, plan, &error), "%s: %s", name, error->message);
+        out = vpPlanToJson(plan, topo);
+    } else {
+        ck_assert_msg(g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED), "%s: %s", name,
+                      error->message);
+        out = refusalJson(error);
+        g_clear_error(&error);
+    }
+    got = toText(out);
+    if (g_getenv("VP_REGENERATE")) {
+        ck_assert(g_file_set_contents(exp, got, -1, NULL));
+        return;
+    }
+    ck_assert_msg(g_file_get_contents(exp, &want, NULL, &error), "%s: %s", name, error->message);
+    ck_assert_msg(strcmp(got, want) == 0, "%s: plan differs from expected.json:\n%s", name, got);
+}
+END_TEST
+
+static int
+compareNames(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool
+usesShared(const char *dir)
+{
+    g_autofree char *ini = g_build_filename(casedir, dir, "case.ini", NULL);
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+
+    return g_key_file_load_from_file(kf, ini, G_KEY_FILE_NONE, NULL) &&
+           g_key_file_has_key(kf, "case", "topology-file", NULL);
+}
+
+int
+main(int argc, char **argv)
+{
+    const char *topdir = g_getenv("VP_TOPDIR");
+    g_autofree char *dirpath = NULL;
+    g_autoptr(GDir) dir = NULL;
+    bool want_shared = argc > 1 && strcmp(argv[1], "shared") == 0;
+    const char *entry;
+    Suite *s;
+    TCase *tc;
+    SRunner *sr;
+    int failed;
+
+    g_assert(topdir);
+    dirpath = g_build_filename(topdir, "tests", "golden", "cases", NULL);
+    casedir = dirpath;
+    shared = g_getenv("VP_SHARED_TOPOLOGIES");
+    if (want_shared && (!shared || !g_file_test(shared, G_FILE_TEST_IS_DIR))) {
+        printf("SKIP: %s is absent; golden cases on real machines' topologies not run\n",
+               shared ? shared : "VP_SHARED_TOPOLOGIES");
+        return SKIP;
+    }
+    cases = g_ptr_array_new_with_free_func(g_free);
+    dir = g_dir_open(casedir, 0, NULL);
+    g_assert(dir);
+    while ((entry = g_dir_read_name(dir))) {
+        if (usesShared(entry) == want_shared)
+            g_ptr_array_add(cases, g_strdup(entry));
+    }
+    g_ptr_array_sort(cases, compareNames);
+
+    s = suite_create(want_shared ? "golden-shared" : "golden-synthetic");
+    tc = tcase_create("cases");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_case, 0, cases->len);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
