@@ -1,0 +1,249 @@
+/*
+ * Placer behaviour an operator would notice: refusals that say what is missing, degraded
+ * plans that say what was relaxed, trust groups, determinism, and long random churn on
+ * several machines with every plan checked against the properties of tests/common/props.h.
+ */
+#include "core/placer.h"
+#include "host/hwtopo.h"
+#include "props.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static vpTopology *
+load(const char *src)
+{
+    g_autoptr(GError) error = NULL;
+    vpTopology *topo = vpHwtopoLoad(src, NULL, NULL, &error);
+
+    ck_assert_msg(topo, "%s: %s", src, error ? error->message : "");
+    return topo;
+}
+
+static vpRequest *
+request(const char *name, unsigned vcpus, vpSmt smt, const char *group)
+{
+    vpRequest *req = vpRequestNew(name, vcpus);
+
+    req->policy.smt = smt;
+    g_free(req->policy.group);
+    req->policy.group = g_strdup(group);
+    return req;
+}
+
+static vpPlan *
+placeAdd(const vpTopology *topo, vpLedger *ledger, vpRequest *req)
+{
+    g_autoptr(GError) error = NULL;
+    vpPlan *plan = vpPlace(topo, ledger, req, &error);
+
+    ck_assert_msg(plan, "%s: %s", req->name, error ? error->message : "");
+    ck_assert_msg(vpCheckPlan(topo, ledger, req, plan, &error), "%s: %s", req->name,
+                  error ? error->message : "");
+    ck_assert_msg(vpLedgerAdd(ledger, plan, &error), "%s: %s", req->name,
+                  error ? error->message : "");
+    return plan;
+}
+
+START_TEST(test_isolate_refusal_names_figures)
+{
+    g_autoptr(vpTopology) topo = load("synthetic:pack:2 numa:1 l3:2 core:4 pu:2");
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) req = request("big", 10, VP_SMT_ISOLATE, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpPlan) plan = NULL;
+
+    req->policy.locality = VP_LOCALITY_NUMA;
+    plan = vpPlace(topo, ledger, req, &error);
+    ck_assert(!plan);
+    ck_assert(g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED));
+    ck_assert_str_eq(error->message, "domain 'big': 10 vCPUs with smt=isolate need 10 free whole "
+                                     "cores within one NUMA node; the best NUMA node has 8");
+}
+END_TEST
+
+START_TEST(test_degrade_says_what)
+{
+    g_autoptr(vpTopology) topo = load("synthetic:pack:1 l3:1 core:4 pu:2");
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) req = request("vm", 6, VP_SMT_ISOLATE, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpPlan) plan = NULL;
+
+    req->policy.unmet = VP_UNMET_DEGRADE;
+    plan = vpPlace(topo, ledger, req, &error);
+    ck_assert_msg(plan, "%s", error ? error->message : "");
+    ck_assert(plan->degraded);
+    ck_assert(g_str_has_prefix(plan->degraded_reason, "smt=isolate relaxed to smt=spread: "));
+    ck_assert(strstr(plan->degraded_reason, "the host has 4"));
+}
+END_TEST
+
+START_TEST(test_trust_group_shares_first)
+{
+    g_autoptr(vpTopology) topo = load("synthetic:pack:1 l3:2 core:2 pu:2");
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) a = request("a", 2, VP_SMT_SPREAD, "t1");
+    g_autoptr(vpRequest) b = request("b", 2, VP_SMT_SPREAD, "t2");
+    g_autoptr(vpRequest) c = request("c", 2, VP_SMT_SPREAD, "t1");
+    g_autoptr(vpPlan) pa = NULL, pb = NULL, pc = NULL;
+
+    pa = placeAdd(topo, ledger, a); /* cores 0,1 */
+    pb = placeAdd(topo, ledger, b); /* cores 2,3: every core now holds someone */
+    pc = placeAdd(topo, ledger, c); /* must take a's siblings, not b's */
+    for (unsigned i = 0; i < pc->nvcpus; i++) {
+        int core = vpTopologyPU(topo, vpTopologyPUByOS(topo, pc->vcpu_pu[i]))->core;
+        const vpCore *k = vpTopologyCore(topo, core);
+        bool next_to_a = false;
+
+        for (int p = 0; p < k->npus; p++)
+            next_to_a |= g_strcmp0(vpLedgerOwner(ledger, k->pus[p]).domain, "a") == 0;
+        ck_assert_msg(next_to_a, "c's vCPU %u on CPU %d is not beside its group", i,
+                      pc->vcpu_pu[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_deterministic)
+{
+    g_autoptr(vpTopology) topo = load("synthetic:pack:2 numa:1 l3:2 core:4 pu:2");
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) pre = request("pre", 3, VP_SMT_PACK, NULL);
+    g_autoptr(vpRequest) req = request("vm", 5, VP_SMT_SPREAD, NULL);
+    g_autoptr(vpPlan) p0 = placeAdd(topo, ledger, pre);
+    g_autoptr(vpPlan) p1 = vpPlace(topo, ledger, req, NULL);
+    g_autoptr(vpPlan) p2 = vpPlace(topo, ledger, req, NULL);
+    g_autoptr(JsonNode) j1 = vpPlanToJson(p1, topo);
+    g_autoptr(JsonNode) j2 = vpPlanToJson(p2, topo);
+
+    ck_assert(json_node_equal(j1, j2));
+}
+END_TEST
+
+START_TEST(test_pinned_respected)
+{
+    g_autoptr(vpTopology) topo = load("synthetic:pack:1 l3:1 core:4 pu:2");
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) req = request("pinned", 2, VP_SMT_ISOLATE, NULL);
+    g_autoptr(vpPlan) plan = NULL;
+
+    req->pins = g_new0(hwloc_bitmap_t, 2);
+    req->pins[0] = hwloc_bitmap_alloc();
+    req->pins[1] = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(req->pins[0], 7);
+    hwloc_bitmap_set(req->pins[1], 3);
+    req->has_pins = true;
+    plan = vpPlace(topo, ledger, req, NULL);
+    ck_assert(plan);
+    ck_assert_int_eq(plan->how, VP_HOW_PINNED);
+    ck_assert_int_eq(plan->vcpu_pu[0], 7);
+    ck_assert_int_eq(plan->vcpu_pu[1], 3);
+}
+END_TEST
+
+/* Random churn: starts and stops of mixed sizes, policies and groups; every plan passes the
+ * properties, and after everything stops the ledger is empty again. */
+static void
+churn(const char *src, unsigned seed, int events)
+{
+    g_autoptr(vpTopology) topo = load(src);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(GRand) rand = g_rand_new_with_seed(seed);
+    g_autoptr(GPtrArray) live = g_ptr_array_new_with_free_func(g_free);
+    static const unsigned sizes[] = {1, 1, 1, 2, 2, 4, 4, 8, 16};
+    static const char *const groups[] = {NULL, NULL, "g1", "g2"};
+    unsigned placed = 0, refused = 0;
+
+    for (int e = 0; e < events; e++) {
+        if (live->len && (g_rand_int_range(rand, 0, 100) < 40 || live->len > 40)) {
+            guint k = g_rand_int_range(rand, 0, live->len);
+
+            ck_assert(vpLedgerRemove(ledger, g_ptr_array_index(live, k)));
+            g_ptr_array_remove_index_fast(live, k);
+        } else {
+            g_autofree char *name = g_strdup_printf("vm%d", e);
+            g_autoptr(vpRequest) req =
+                request(name, sizes[g_rand_int_range(rand, 0, G_N_ELEMENTS(sizes))],
+                        g_rand_int_range(rand, 0, VP_SMT_LAST),
+                        groups[g_rand_int_range(rand, 0, G_N_ELEMENTS(groups))]);
+            g_autoptr(GError) error = NULL;
+            g_autoptr(vpPlan) plan = NULL;
+
+            if (req->policy.smt == VP_SMT_PACK && vpTopologyMaxSMT(topo) > 1 && req->vcpus % 2 == 0)
+                req->threads = 2;
+            req->policy.unmet = g_rand_boolean(rand) ? VP_UNMET_DEGRADE : VP_UNMET_REFUSE;
+            plan = vpPlace(topo, ledger, req, &error);
+            if (!plan) {
+                ck_assert_msg(g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED), "%s",
+                              error->message);
+                refused++;
+                continue;
+            }
+            ck_assert_msg(vpCheckPlan(topo, ledger, req, plan, &error), "%s event %d: %s", src, e,
+                          error->message);
+            ck_assert_msg(vpLedgerAdd(ledger, plan, &error), "%s", error ? error->message : "");
+            g_ptr_array_add(live, g_strdup(name));
+            placed++;
+        }
+        ck_assert(vpLedgerCheck(ledger, NULL));
+    }
+    for (guint i = 0; i < live->len; i++)
+        ck_assert(vpLedgerRemove(ledger, g_ptr_array_index(live, i)));
+    for (int pu = 0; pu < vpTopologyNPUs(topo); pu++)
+        ck_assert_msg(vpLedgerPUFree(ledger, pu), "PU %d leaked", pu);
+    ck_assert_int_gt(placed, 0);
+    printf("churn %s: %u placed, %u refused\n", src, placed, refused);
+}
+
+START_TEST(test_churn_synthetic)
+{
+    churn("synthetic:pack:2 numa:2 l3:2 core:6 pu:2", 1, 2000);
+    churn("synthetic:pack:2 core:6 pu:8", 2, 1000);
+    churn("synthetic:pack:1 l3:4 core:8 pu:1", 3, 1000);
+}
+END_TEST
+
+START_TEST(test_churn_real)
+{
+    static const char *const files[] = {"AMD-17h-Zen-2xEpyc-7451.xml",
+                                        "20em64t-hybrid-1p6c2t+2ca4co1t.xml", "256ppc-8n8s4t.xml",
+                                        "offline-cpu0-node0.xml"};
+    const char *dir = g_getenv("VP_SHARED_TOPOLOGIES");
+
+    for (gsize i = 0; i < G_N_ELEMENTS(files); i++) {
+        g_autofree char *path = dir ? g_build_filename(dir, files[i], NULL) : NULL;
+
+        if (!path || !g_file_test(path, G_FILE_TEST_EXISTS)) {
+            printf("SKIP: %s not found (../shared/topologies absent)\n", files[i]);
+            continue;
+        }
+        churn(path, 10 + i, 1500);
+    }
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("placer");
+    TCase *tc = tcase_create("placer");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_isolate_refusal_names_figures);
+    tcase_add_test(tc, test_degrade_says_what);
+    tcase_add_test(tc, test_trust_group_shares_first);
+    tcase_add_test(tc, test_deterministic);
+    tcase_add_test(tc, test_pinned_respected);
+    tcase_add_test(tc, test_churn_synthetic);
+    tcase_add_test(tc, test_churn_real);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,258 @@
+/*
+ * Topology model and hwloc loader: siblings come from the machine description, never
+ * from CPU numbers; irregular machines (offline CPUs, hybrid cores, disallowed CPUs, SMT4
+ * and SMT8, no SMT) load into the model the placer expects.
+ */
+#include "core/topology.h"
+#include "host/hwtopo.h"
+
+#include <check.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *
+sharedFile(const char *name)
+{
+    const char *dir = g_getenv("VP_SHARED_TOPOLOGIES");
+    char *path;
+
+    if (!dir)
+        return NULL;
+    path = g_build_filename(dir, name, NULL);
+    if (g_file_test(path, G_FILE_TEST_EXISTS))
+        return path;
+    g_free(path);
+    return NULL;
+}
+
+static vpTopology *
+load(const char *src)
+{
+    g_autoptr(GError) error = NULL;
+    vpTopology *topo = vpHwtopoLoad(src, NULL, NULL, &error);
+
+    ck_assert_msg(topo, "%s: %s", src, error ? error->message : "");
+    return topo;
+}
+
+static int
+siblingOf(const vpTopology *topo, unsigned os)
+{
+    const vpCore *core = vpTopologyCore(topo, vpTopologyPU(topo, vpTopologyPUByOS(topo, os))->core);
+
+    for (int i = 0; i < core->npus; i++) {
+        if (vpTopologyPU(topo, core->pus[i])->os != os)
+            return vpTopologyPU(topo, core->pus[i])->os;
+    }
+    return -1;
+}
+
+START_TEST(test_builder_siblings_not_numbers)
+{
+    g_autoptr(vpTopology) topo = vpTopologyNew();
+    g_autoptr(GError) error = NULL;
+
+    /* Intel-style numbering: the sibling of CPU n is n + 4 */
+    for (unsigned c = 0; c < 4; c++) {
+        vpTopologyAddPU(topo, c, 0, 0, 0, -1, c, true);
+        vpTopologyAddPU(topo, c + 4, 0, 0, 0, -1, c, true);
+    }
+    ck_assert(vpTopologyFinalize(topo, NULL, NULL, &error));
+    ck_assert_int_eq(vpTopologyNCores(topo), 4);
+    ck_assert_int_eq(vpTopologyMaxSMT(topo), 2);
+    ck_assert_int_eq(siblingOf(topo, 1), 5);
+    ck_assert_int_eq(siblingOf(topo, 6), 2);
+    ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_L3), 1);
+}
+END_TEST
+
+START_TEST(test_builder_rejects_duplicates_and_bad_sets)
+{
+    g_autoptr(vpTopology) topo = vpTopologyNew();
+    g_autoptr(vpTopology) topo2 = vpTopologyNew();
+    g_autoptr(vpBitmap) hk = hwloc_bitmap_alloc();
+    g_autoptr(GError) error = NULL;
+
+    vpTopologyAddPU(topo, 3, 0, 0, 0, -1, 0, true);
+    vpTopologyAddPU(topo, 3, 0, 0, 0, -1, 1, true);
+    ck_assert(!vpTopologyFinalize(topo, NULL, NULL, &error));
+    ck_assert_str_eq(error->message, "CPU 3 appears twice in the topology");
+    g_clear_error(&error);
+
+    vpTopologyAddPU(topo2, 0, 0, 0, 0, -1, 0, true);
+    hwloc_bitmap_set(hk, 7);
+    ck_assert(!vpTopologyFinalize(topo2, NULL, hk, &error));
+    ck_assert_str_eq(error->message,
+                     "housekeeping_cpus names CPUs 7 that this machine does not have");
+}
+END_TEST
+
+START_TEST(test_usable_sets)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpBitmap) host = vpCpuListParse("host", "0-11", &error);
+    g_autoptr(vpBitmap) hk = vpCpuListParse("hk", "0-1", &error);
+    g_autoptr(vpTopology) topo =
+        vpHwtopoLoad("synthetic:pack:1 l3:2 core:4 pu:2", host, hk, &error);
+    g_autofree char *usable = NULL;
+
+    ck_assert(topo);
+    usable = vpCpuListFormat(vpTopologyUsableSet(topo));
+    ck_assert_str_eq(usable, "2-11");
+    ck_assert(!vpTopologyPU(topo, vpTopologyPUByOS(topo, 0))->usable);
+    ck_assert(!vpTopologyPU(topo, vpTopologyPUByOS(topo, 12))->usable);
+    ck_assert_int_eq(vpTopologyCoreUsable(topo, 0), 0);
+    ck_assert_int_eq(vpTopologyGroup(topo, VP_LEVEL_L3, 1)->npus, 4);
+}
+END_TEST
+
+START_TEST(test_cpulist_parse)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpBitmap) set = vpCpuListParse("host_cpus", "0-3,8,10-11", &error);
+    g_autofree char *back = NULL;
+    static const char *const bad[] = {"0-", "a", "-3", "1,,", "3-1x", "99999999"};
+
+    ck_assert(set);
+    back = vpCpuListFormat(set);
+    ck_assert_str_eq(back, "0-3,8,10-11");
+    for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(vpBitmap) b = vpCpuListParse("host_cpus", bad[i], &error);
+
+        ck_assert_msg(!b, "'%s' accepted", bad[i]);
+        ck_assert(g_str_has_prefix(error->message, "host_cpus='"));
+        g_clear_error(&error);
+    }
+}
+END_TEST
+
+START_TEST(test_synthetic_smt8_and_nosmt)
+{
+    g_autoptr(vpTopology) p8 = load("synthetic:pack:2 core:6 pu:8");
+    g_autoptr(vpTopology) p1 = load("synthetic:pack:1 l3:2 core:4 pu:1");
+
+    ck_assert_int_eq(vpTopologyMaxSMT(p8), 8);
+    ck_assert_int_eq(vpTopologyNCores(p8), 12);
+    ck_assert_int_eq(siblingOf(p8, 9), 8);
+    ck_assert_int_eq(vpTopologyMaxSMT(p1), 1);
+    ck_assert_int_eq(siblingOf(p1, 3), -1);
+}
+END_TEST
+
+START_TEST(test_bad_sources)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *tmp = g_build_filename(g_get_tmp_dir(), "vp-bad-topo.xml", NULL);
+
+    ck_assert(!vpHwtopoLoad("/nonexistent/topo.xml", NULL, NULL, &error));
+    ck_assert(strstr(error->message, "/nonexistent/topo.xml"));
+    g_clear_error(&error);
+    ck_assert(!vpHwtopoLoad("synthetic:bogus:7", NULL, NULL, &error));
+    ck_assert(strstr(error->message, "synthetic:bogus:7"));
+    g_clear_error(&error);
+    ck_assert(g_file_set_contents(tmp, "<topology><object", -1, NULL));
+    ck_assert(!vpHwtopoLoad(tmp, NULL, NULL, &error));
+    ck_assert(strstr(error->message, "cannot be loaded by hwloc"));
+    g_unlink(tmp);
+}
+END_TEST
+
+START_TEST(test_host)
+{
+    g_autoptr(vpTopology) topo = load("host");
+
+    ck_assert_int_ge(vpTopologyNPUs(topo), 1);
+    ck_assert_int_ge(vpTopologyNCores(topo), 1);
+}
+END_TEST
+
+/* Real machines from ../shared/topologies; each skips (with a message) when absent. */
+typedef struct {
+    const char *file;
+    int pus, cores, smt, numa, l3, offline;
+    unsigned cpu, sibling; /* a sibling pair as the machine numbers it */
+} vpRealCase;
+
+static const vpRealCase real[] = {
+    {"32intel64-2p8co2t+8ve.xml", 32, 16, 2, 2, 2, 0, 3, 19},
+    {"AMD-17h-Zen-2xEpyc-7451.xml", 96, 48, 2, 8, 16, 0, 5, 53},
+    {"AMD-19h-Zen3-2xEpyc-7763.xml", 128, 128, 1, 2, 16, 0, 0, 0},
+    {"256ppc-8n8s4t.xml", 256, 64, 4, 8, 64, 0, 5, 6},
+    {"128arm-2pa2n8cluster4co.xml", 128, 128, 1, 4, 4, 0, 0, 0},
+    {"offline-cpu0-node0.xml", 17, 17, 1, 2, 2, 7, 0, 0},
+    {"20em64t-hybrid-1p6c2t+2ca4co1t.xml", 20, 14, 2, 1, 1, 0, 10, 11},
+    {"synthetic-power-2p12c8t.xml", 192, 24, 8, 2, 2, 0, 9, 15},
+};
+
+START_TEST(test_real)
+{
+    const vpRealCase *c = &real[_i];
+    g_autofree char *path = sharedFile(c->file);
+    g_autoptr(vpTopology) topo = NULL;
+
+    if (!path) {
+        printf("SKIP: %s not found (../shared/topologies absent)\n", c->file);
+        return;
+    }
+    topo = load(path);
+    ck_assert_int_eq(vpTopologyNPUs(topo), c->pus);
+    ck_assert_int_eq(vpTopologyNCores(topo), c->cores);
+    ck_assert_int_eq(vpTopologyMaxSMT(topo), c->smt);
+    ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_NUMA), c->numa);
+    ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_L3), c->l3);
+    ck_assert_int_eq(hwloc_bitmap_weight(vpTopologyOffline(topo)), c->offline);
+    if (c->cpu != c->sibling) {
+        const vpPU *a = vpTopologyPU(topo, vpTopologyPUByOS(topo, c->cpu));
+        const vpPU *b = vpTopologyPU(topo, vpTopologyPUByOS(topo, c->sibling));
+
+        ck_assert_int_eq(a->core, b->core);
+    }
+}
+END_TEST
+
+START_TEST(test_hybrid_core_sizes)
+{
+    g_autofree char *path = sharedFile("20em64t-hybrid-1p6c2t+2ca4co1t.xml");
+    g_autoptr(vpTopology) topo = NULL;
+    int two = 0, one = 0;
+
+    if (!path) {
+        printf("SKIP: hybrid topology not found\n");
+        return;
+    }
+    topo = load(path);
+    for (int c = 0; c < vpTopologyNCores(topo); c++) {
+        two += vpTopologyCore(topo, c)->npus == 2;
+        one += vpTopologyCore(topo, c)->npus == 1;
+    }
+    ck_assert_int_eq(two, 6);
+    ck_assert_int_eq(one, 8);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("topology");
+    TCase *tc = tcase_create("model");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_builder_siblings_not_numbers);
+    tcase_add_test(tc, test_builder_rejects_duplicates_and_bad_sets);
+    tcase_add_test(tc, test_usable_sets);
+    tcase_add_test(tc, test_cpulist_parse);
+    tcase_add_test(tc, test_synthetic_smt8_and_nosmt);
+    tcase_add_test(tc, test_bad_sources);
+    tcase_add_test(tc, test_host);
+    tcase_add_loop_test(tc, test_real, 0, G_N_ELEMENTS(real));
+    tcase_add_test(tc, test_hybrid_core_sizes);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
