@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# vcpuplace's offline commands as an operator uses them: exit codes (0 placed, 2 refused,
+# 1 bad input) and error messages that name the field and the value.
+set -u
+cli=${1:?usage: cli.sh PATH/TO/vcpuplace}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+topo="synthetic:pack:2 numa:1 l3:2 core:4 pu:2"
+pass=0 fail=0
+
+check() { # name, expected rc, expected stderr/stdout substring, command...
+  local name=$1 want_rc=$2 want_text=$3; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -ne "$want_rc" ] || ! grep -qF -- "$want_text" <<<"$out"; then
+    echo "FAIL $name: rc=$rc (want $want_rc), output:"; echo "$out" | head -5
+    fail=$((fail + 1))
+  else
+    echo "ok   $name"; pass=$((pass + 1))
+  fi
+}
+
+domain() { # name vcpus policy-attrs [extra-before-domain]
+  cat <<XML
+${4:-}<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>$2</vcpu>
+  <metadata><vp:policy xmlns:vp="http://vcpuplace.org/xmlns/policy/1.0" $3/></metadata>
+  <os><type arch='x86_64'>hvm</type></os>
+</domain>
+XML
+}
+
+domain ok 4 'smt="isolate"' > "$tmp/ok.xml"
+domain big 20 'smt="isolate"' > "$tmp/big.xml"
+domain bad 4 'smt="turbo"' > "$tmp/badpolicy.xml"
+domain huge 40 'smt="share"' > "$tmp/huge.xml"
+printf "<domain type='qemu'><name>x</name><vcpu>2</vcpu>" > "$tmp/malformed.xml"
+echo "secret-$$" > "$tmp/secret"
+domain xxe 2 'smt="spread"' "<!DOCTYPE domain [<!ENTITY x SYSTEM \"file://$tmp/secret\">]>
+" | sed "s|<name>xxe</name>|<name>\&x;</name>|" > "$tmp/xxe.xml"
+
+check "plan places" 0 "vcpu 3" "$cli" plan --topology "$topo" "$tmp/ok.xml"
+check "plan --json" 0 '"how" : "placed"' "$cli" plan --json --topology "$topo" "$tmp/ok.xml"
+check "plan refused exits 2" 2 "20 vCPUs with smt=isolate need 20 free whole cores" \
+  "$cli" plan --topology "$topo" "$tmp/big.xml"
+check "unknown policy value" 1 "smt='turbo'" "$cli" plan --topology "$topo" "$tmp/badpolicy.xml"
+check "vCPUs above host PUs" 2 "40 vCPUs exceed the 32 PUs" \
+  "$cli" plan --topology "$topo" "$tmp/huge.xml"
+check "malformed XML" 1 "vcpuplace plan:" "$cli" plan --topology "$topo" "$tmp/malformed.xml"
+check "DOCTYPE refused" 1 "DOCTYPE" "$cli" plan --topology "$topo" "$tmp/xxe.xml"
+if "$cli" plan --topology "$topo" "$tmp/xxe.xml" 2>&1 | grep -q "secret-$$"; then
+  echo "FAIL external entity was expanded"; fail=$((fail + 1))
+else
+  echo "ok   external entity never expanded"; pass=$((pass + 1))
+fi
+check "topology hwloc cannot load" 1 "cannot be loaded by hwloc" \
+  "$cli" plan --topology /nonexistent.xml "$tmp/ok.xml"
+check "bad host cpu list" 1 "--host-cpus='0-x'" \
+  "$cli" plan --topology "$topo" --host-cpus 0-x "$tmp/ok.xml"
+
+printf '{"op":"start","name":"a","vcpus":4,"smt":"pack"}\n{"op":"start","name":"b","vcpus":2}\n' \
+  > "$tmp/trace.jsonl"
+check "simulate" 0 "admitted_before_first_refusal" "$cli" simulate --topology "$topo" \
+  --save-ledger "$tmp/ledger.json" "$tmp/trace.jsonl"
+check "plan with ledger avoids held PUs" 0 '"pu" : 8' \
+  "$cli" plan --json --topology "$topo" --ledger "$tmp/ledger.json" "$tmp/ok.xml"
+check "topology shows owners" 0 "0:a/0" "$cli" topology --topology "$topo" --ledger "$tmp/ledger.json"
+check "topology --json" 0 '"owner" : "a"' "$cli" topology --json --topology "$topo" \
+  --ledger "$tmp/ledger.json"
+check "ledger naming PUs the topology lacks" 1 "$tmp/ledger.json" \
+  "$cli" plan --topology "synthetic:pack:1 core:1 pu:1" --ledger "$tmp/ledger.json" "$tmp/ok.xml"
+head -c 40 "$tmp/ledger.json" > "$tmp/trunc.json"
+check "truncated ledger" 1 "$tmp/trunc.json" \
+  "$cli" plan --topology "$topo" --ledger "$tmp/trunc.json" "$tmp/ok.xml"
+printf '{"op":"start","name":"a","vcpus":0}\n' > "$tmp/bad1.jsonl"
+check "trace: vcpus out of range" 1 "bad1.jsonl:1: \"vcpus\": 0 is not within 1..4096" \
+  "$cli" simulate --topology "$topo" "$tmp/bad1.jsonl"
+printf '{"op":"start","name":"a","vcpus":2,"smtt":"pack"}\n' > "$tmp/bad2.jsonl"
+check "trace: unknown key" 1 'unknown key "smtt"' "$cli" simulate --topology "$topo" "$tmp/bad2.jsonl"
+printf 'not json\n' > "$tmp/bad3.jsonl"
+check "trace: not JSON" 1 "bad3.jsonl:1:" "$cli" simulate --topology "$topo" "$tmp/bad3.jsonl"
+check "unknown command" 1 "unknown command 'frobnicate'" "$cli" frobnicate
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
