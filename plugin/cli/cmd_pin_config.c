@@ -1,0 +1,133 @@
+/*
+ * vcpuplace pin-config DOMAIN: writes the domain's placement into its persistent
+ * <cputune> (virDomainPinVcpuFlags / PinEmulator with VIR_DOMAIN_AFFECT_CONFIG), so that
+ * libvirt applies it itself before the guest runs, with no window of default affinity.
+ * The placement is the one vcpuplaced holds for a running domain, else the one it would
+ * choose now. From then on the domain carries its own pins, which vcpuplace respects.
+ */
+#include "cli/commands.h"
+#include "cli/live.h"
+#include "core/plan.h"
+#include "daemon/proto.h"
+#include "libvirt/connection.h"
+#include "libvirt/pinning.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The plan vcpuplaced holds for name, or NULL without error when it holds none. */
+static vpPlan *
+heldPlan(const char *socket, const char *name, GError **error)
+{
+    g_autoptr(JsonObject) req = json_object_new();
+    json_object_set_string_member(req, "op", "status");
+    json_object_set_string_member(req, "name", name);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonNode) reply = vpClientCall(socket, req, &err);
+    if (!reply) {
+        if (g_error_matches(err, VP_CLIENT_ERROR, VP_CLIENT_ERROR_FAILED))
+            return NULL;
+        g_propagate_error(error, g_steal_pointer(&err));
+        return NULL;
+    }
+    JsonNode *dn = json_object_get_member(json_node_get_object(reply), "domains");
+    if (!dn || !JSON_NODE_HOLDS_ARRAY(dn) || json_array_get_length(json_node_get_array(dn)) != 1)
+        return NULL;
+    JsonNode *en = json_array_get_element(json_node_get_array(dn), 0);
+    JsonNode *pn = JSON_NODE_HOLDS_OBJECT(en)
+                       ? json_object_get_member(json_node_get_object(en), "plan")
+                       : NULL;
+    return pn ? vpPlanFromJson(pn, error) : NULL;
+}
+
+static vpPlan *
+proposedPlan(const char *socket, virDomainPtr dom, GError **error)
+{
+    g_autofree char *xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+    if (!xml) {
+        vpVirSetError(error, "domain '%s': cannot read its XML", virDomainGetName(dom));
+        return NULL;
+    }
+    g_autoptr(JsonObject) req = json_object_new();
+    json_object_set_string_member(req, "op", "plan");
+    json_object_set_string_member(req, "xml", xml);
+    g_autoptr(JsonNode) reply = vpClientCall(socket, req, error);
+    if (!reply)
+        return NULL;
+    JsonNode *pn = json_object_get_member(json_node_get_object(reply), "plan");
+    if (!pn) {
+        g_set_error(error, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
+                    "vcpuplaced's plan reply has no member 'plan'");
+        return NULL;
+    }
+    return vpPlanFromJson(pn, error);
+}
+
+static void
+describe(const char *name, const vpPlan *plan, gboolean done)
+{
+    printf("%s: %s persistent <cputune>:\n", name, done ? "wrote" : "would write");
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        if (plan->vcpu_pu[i] >= 0)
+            printf("  <vcpupin vcpu='%u' cpuset='%d'/>\n", i, plan->vcpu_pu[i]);
+    }
+    if (plan->emulator && !hwloc_bitmap_iszero(plan->emulator)) {
+        g_autofree char *list = vpCpuListFormat(plan->emulator);
+        printf("  <emulatorpin cpuset='%s'/>  (iothreads alike)\n", list);
+    }
+}
+
+int
+vpCmdPinConfig(int argc, char **argv)
+{
+    g_auto(vpLiveOptions) live = {0};
+    gboolean dry_run = FALSE;
+    GOptionEntry entries[] = {
+        {"dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run, "show the pins, write nothing", NULL},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx =
+        g_option_context_new("DOMAIN - write the placement into the persistent <cputune>");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    vpLiveAddOptions(ctx, &live);
+    g_autoptr(GError) err = NULL;
+    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !vpLiveResolve(&live, &err))
+        return vpLiveFail("pin-config", err);
+    if (argc != 2) {
+        fprintf(stderr, "vcpuplace pin-config: expected one DOMAIN\n");
+        return VP_EXIT_ERROR;
+    }
+    const char *name = argv[1];
+
+    g_autoptr(virConnect) conn = vpLiveConnect(&live, &err);
+    if (!conn)
+        return vpLiveFail("pin-config", err);
+    g_autoptr(virDomain) dom = vpLiveDomain(conn, name, &err);
+    if (!dom)
+        return vpLiveFail("pin-config", err);
+    if (virDomainIsPersistent(dom) != 1) {
+        fprintf(stderr,
+                "vcpuplace pin-config: domain '%s' is transient: it has no persistent "
+                "definition to write\n",
+                name);
+        return VP_EXIT_ERROR;
+    }
+
+    g_autoptr(vpPlan) plan = heldPlan(live.socket, name, &err);
+    if (!plan && !err)
+        plan = proposedPlan(live.socket, dom, &err);
+    if (!plan)
+        return vpLiveFail("pin-config", err);
+    if (plan->how == VP_HOW_PINNED) {
+        printf("%s: already carries its own <cputune> pins; nothing to write\n", name);
+        return VP_EXIT_OK;
+    }
+    if (dry_run) {
+        describe(name, plan, FALSE);
+        return VP_EXIT_OK;
+    }
+    if (!vpVirPinsApply(dom, plan, VIR_DOMAIN_AFFECT_CONFIG, &err))
+        return vpLiveFail("pin-config", err);
+    describe(name, plan, TRUE);
+    return VP_EXIT_OK;
+}

@@ -1,0 +1,130 @@
+/*
+ * vcpuplace status [DOMAIN]: what vcpuplaced holds for each managed domain, asked over its
+ * socket: vCPU -> CPU with core, L3 and NUMA node; policy; how the placement came about;
+ * what is degraded or failed.
+ */
+#include "cli/commands.h"
+#include "cli/live.h"
+#include "daemon/proto.h"
+
+#include <stdio.h>
+
+static const char *
+str(JsonObject *o, const char *member, const char *fallback)
+{
+    JsonNode *n = json_object_get_member(o, member);
+    if (!n || json_node_get_value_type(n) != G_TYPE_STRING)
+        return fallback;
+    return json_node_get_string(n);
+}
+
+static char *
+num(JsonObject *o, const char *member)
+{
+    JsonNode *n = json_object_get_member(o, member);
+    if (!n || json_node_get_value_type(n) != G_TYPE_INT64)
+        return g_strdup("-");
+    return g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(n));
+}
+
+static void
+printPolicy(JsonObject *dom)
+{
+    JsonNode *pn = json_object_get_member(dom, "policy");
+    if (!pn || !JSON_NODE_HOLDS_OBJECT(pn))
+        return;
+    JsonObject *p = json_node_get_object(pn);
+    printf("  policy: smt=%s group=%s coresched=%s locality=%s emulator=%s rebalance=%s "
+           "unmet=%s\n",
+           str(p, "smt", "?"), str(p, "group", "-"), str(p, "coresched", "?"),
+           str(p, "locality", "?"), str(p, "emulator", "?"), str(p, "rebalance", "?"),
+           str(p, "unmet", "?"));
+}
+
+static void
+printDomain(JsonObject *dom)
+{
+    JsonNode *deg = json_object_get_member(dom, "degraded");
+    gboolean degraded =
+        deg && json_node_get_value_type(deg) == G_TYPE_BOOLEAN && json_node_get_boolean(deg);
+    printf("%s: %s, %s%s\n", str(dom, "name", "?"), str(dom, "state", "?"),
+           str(dom, "how", "nothing held"), degraded ? ", DEGRADED" : "");
+    printPolicy(dom);
+    const char *level = str(dom, "level", NULL);
+    if (level)
+        printf("  level: %s\n", level);
+    JsonNode *vn = json_object_get_member(dom, "vcpus");
+    if (vn && JSON_NODE_HOLDS_ARRAY(vn)) {
+        JsonArray *a = json_node_get_array(vn);
+        printf("  %-5s %-5s %-5s %-5s %-5s\n", "vCPU", "CPU", "core", "L3", "NUMA");
+        for (guint i = 0; i < json_array_get_length(a); i++) {
+            JsonNode *en = json_array_get_element(a, i);
+            if (!JSON_NODE_HOLDS_OBJECT(en))
+                continue;
+            JsonObject *e = json_node_get_object(en);
+            g_autofree char *vcpu = num(e, "vcpu");
+            g_autofree char *cpu = num(e, "cpu");
+            g_autofree char *core = num(e, "core");
+            g_autofree char *l3 = num(e, "l3");
+            g_autofree char *numa = num(e, "numa");
+            printf("  %-5s %-5s %-5s %-5s %-5s\n", vcpu, cpu, core, l3, numa);
+        }
+    }
+    printf("  emulator: %s  reserved idle: %s\n", str(dom, "emulator", "-"),
+           str(dom, "reserved", "-"));
+    if (degraded)
+        printf("  degraded: %s\n", str(dom, "degraded_reason", "?"));
+    const char *error = str(dom, "error", NULL);
+    if (error)
+        printf("  note: %s\n", error);
+}
+
+int
+vpCmdStatus(int argc, char **argv)
+{
+    g_auto(vpLiveOptions) live = {0};
+    gboolean json = FALSE;
+    GOptionEntry entries[] = {
+        {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print the daemon's JSON", NULL},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("[DOMAIN] - placement of managed domains");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    vpLiveAddOptions(ctx, &live);
+    g_autoptr(GError) err = NULL;
+    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !vpLiveResolve(&live, &err))
+        return vpLiveFail("status", err);
+    if (argc > 2) {
+        fprintf(stderr, "vcpuplace status: one DOMAIN at most\n");
+        return VP_EXIT_ERROR;
+    }
+
+    g_autoptr(JsonObject) req = json_object_new();
+    json_object_set_string_member(req, "op", "status");
+    if (argc == 2)
+        json_object_set_string_member(req, "name", argv[1]);
+    g_autoptr(JsonNode) reply = vpClientCall(live.socket, req, &err);
+    if (!reply)
+        return vpLiveFail("status", err);
+    JsonObject *o = json_node_get_object(reply);
+    if (json) {
+        json_object_remove_member(o, "ok");
+        g_autofree char *text = json_to_string(reply, TRUE);
+        printf("%s\n", text);
+        return VP_EXIT_OK;
+    }
+    printf("vcpuplaced: libvirt %s (%s), topology %s\n", str(o, "uri", "?"),
+           json_object_get_boolean_member_with_default(o, "connected", FALSE) ? "connected"
+                                                                              : "DISCONNECTED",
+           str(o, "topology", "?"));
+    JsonNode *dn = json_object_get_member(o, "domains");
+    JsonArray *doms = dn && JSON_NODE_HOLDS_ARRAY(dn) ? json_node_get_array(dn) : NULL;
+    if (!doms || json_array_get_length(doms) == 0)
+        printf("no managed domains\n");
+    for (guint i = 0; doms && i < json_array_get_length(doms); i++) {
+        JsonNode *en = json_array_get_element(doms, i);
+        if (JSON_NODE_HOLDS_OBJECT(en))
+            printDomain(json_node_get_object(en));
+    }
+    return VP_EXIT_OK;
+}

@@ -1,0 +1,79 @@
+/*
+ * Shared plumbing of the live commands (status, policy, pin-config).
+ */
+#include "cli/live.h"
+#include "cli/commands.h"
+#include "daemon/config.h"
+#include "daemon/proto.h"
+#include "libvirt/connection.h"
+
+#include <libvirt/virterror.h>
+#include <stdio.h>
+
+void
+vpLiveAddOptions(GOptionContext *ctx, vpLiveOptions *o)
+{
+    GOptionEntry entries[] = {
+        {"config", 0, 0, G_OPTION_ARG_FILENAME, &o->config,
+         "vcpuplaced configuration to take the socket and URI from (default " VP_DEFAULT_CONFIG ")",
+         "FILE"},
+        {"socket", 0, 0, G_OPTION_ARG_FILENAME, &o->socket, "vcpuplaced's socket", "PATH"},
+        {"connect", 'c', 0, G_OPTION_ARG_STRING, &o->uri, "libvirt URI", "URI"},
+        {NULL},
+    };
+    GOptionGroup *group = g_option_group_new(
+        "live", "Daemon and libvirt:", "Show daemon and libvirt options", NULL, NULL);
+    g_option_group_add_entries(group, entries);
+    g_option_context_add_group(ctx, group);
+}
+
+gboolean
+vpLiveResolve(vpLiveOptions *o, GError **error)
+{
+    if (o->socket && o->uri)
+        return TRUE;
+    g_autoptr(vpConfig) cfg = vpConfigLoad(o->config, error);
+    if (!cfg)
+        return FALSE;
+    if (!o->socket)
+        o->socket = g_strdup(cfg->socket);
+    if (!o->uri)
+        o->uri = g_strdup(cfg->uri);
+    return TRUE;
+}
+
+void
+vpLiveClear(vpLiveOptions *o)
+{
+    g_clear_pointer(&o->config, g_free);
+    g_clear_pointer(&o->socket, g_free);
+    g_clear_pointer(&o->uri, g_free);
+}
+
+virConnectPtr
+vpLiveConnect(const vpLiveOptions *o, GError **error)
+{
+    vpVirSilence();
+    virConnectPtr conn = virConnectOpen(o->uri);
+    if (!conn)
+        vpVirSetError(error, "cannot connect to libvirt at %s", o->uri);
+    return conn;
+}
+
+virDomainPtr
+vpLiveDomain(virConnectPtr conn, const char *name, GError **error)
+{
+    virDomainPtr dom = virDomainLookupByName(conn, name);
+    if (!dom)
+        vpVirSetError(error, "domain '%s'", name);
+    return dom;
+}
+
+int
+vpLiveFail(const char *cmd, const GError *error)
+{
+    fprintf(stderr, "vcpuplace %s: %s\n", cmd, error->message);
+    if (error->domain == VP_CLIENT_ERROR && error->code == VP_CLIENT_ERROR_REFUSED)
+        return VP_EXIT_REFUSED;
+    return VP_EXIT_ERROR;
+}

@@ -1,0 +1,31 @@
+/*
+ * What the live commands share: where the daemon's socket is and which libvirt to talk
+ * to, from options or else from the daemon's own configuration file.
+ */
+#pragma once
+
+#include <glib.h>
+#include <libvirt/libvirt.h>
+
+typedef struct {
+    char *config;
+    char *socket;
+    char *uri;
+} vpLiveOptions;
+
+/* Adds --config, --socket and --connect to ctx, filling o. */
+void vpLiveAddOptions(GOptionContext *ctx, vpLiveOptions *o);
+/* Fills what the options left out from the configuration file (a missing default file
+ * means built-in defaults). */
+gboolean vpLiveResolve(vpLiveOptions *o, GError **error);
+void vpLiveClear(vpLiveOptions *o);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpLiveOptions, vpLiveClear)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(virConnect, virConnectClose)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(virDomain, virDomainFree)
+
+/* Opens o->uri (read-write) and looks the domain up; errors name both. */
+virConnectPtr vpLiveConnect(const vpLiveOptions *o, GError **error);
+virDomainPtr vpLiveDomain(virConnectPtr conn, const char *name, GError **error);
+
+/* Prints error to stderr as "vcpuplace CMD: message" and returns the exit code for it. */
+int vpLiveFail(const char *cmd, const GError *error);

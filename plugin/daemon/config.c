@@ -1,0 +1,191 @@
+/*
+ * Reads vcpuplaced.conf. Every value is checked here, once, with an error naming the key
+ * and the bad value; the rest of the daemon trusts vpConfig.
+ */
+#include "daemon/config.h"
+#include "daemon/proto.h"
+
+#include <errno.h>
+#include <string.h>
+
+static const char *const daemonKeys[] = {
+    "uri",          "topology",        "host_cpus", "housekeeping_cpus", "socket", "state",
+    "hook_failure", "hook_timeout_ms", NULL,
+};
+
+const char *
+vpHookFailureName(vpHookFailure mode)
+{
+    return mode == VP_HOOK_FAIL_CLOSED ? "closed" : "open";
+}
+
+int
+vpHookFailureFromName(const char *name)
+{
+    if (g_strcmp0(name, "open") == 0)
+        return VP_HOOK_FAIL_OPEN;
+    if (g_strcmp0(name, "closed") == 0)
+        return VP_HOOK_FAIL_CLOSED;
+    return -1;
+}
+
+vpConfig *
+vpConfigNew(void)
+{
+    vpConfig *cfg = g_new0(vpConfig, 1);
+    cfg->uri = g_strdup(VP_DEFAULT_URI);
+    cfg->socket = g_strdup(VP_DEFAULT_SOCKET);
+    cfg->state = g_strdup(VP_DEFAULT_STATE);
+    cfg->hook_failure = VP_HOOK_FAIL_OPEN;
+    cfg->hook_timeout_ms = VP_DEFAULT_HOOK_TIMEOUT_MS;
+    vpPolicyInitDefaults(&cfg->defaults);
+    return cfg;
+}
+
+void
+vpConfigFree(vpConfig *cfg)
+{
+    if (!cfg)
+        return;
+    g_free(cfg->path);
+    g_free(cfg->uri);
+    g_free(cfg->topology);
+    if (cfg->host_cpus)
+        hwloc_bitmap_free(cfg->host_cpus);
+    if (cfg->housekeeping)
+        hwloc_bitmap_free(cfg->housekeeping);
+    g_free(cfg->socket);
+    g_free(cfg->state);
+    vpPolicyClear(&cfg->defaults);
+    g_free(cfg);
+}
+
+static gboolean
+checkKeys(GKeyFile *kf, const char *path, GError **error)
+{
+    g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+    for (char **g = groups; *g; g++) {
+        if (strcmp(*g, "daemon") != 0 && strcmp(*g, "policy") != 0) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: unknown group [%s] (known: daemon, policy)", path, *g);
+            return FALSE;
+        }
+    }
+    g_auto(GStrv) keys = g_key_file_get_keys(kf, "daemon", NULL, NULL);
+    for (char **k = keys; keys && *k; k++) {
+        if (!g_strv_contains(daemonKeys, *k)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: unknown key '%s' in [daemon]", path,
+                        *k);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* A string value: empty is an error, absent keeps *out. */
+static gboolean
+getString(GKeyFile *kf, const char *path, const char *key, char **out, GError **error)
+{
+    if (!g_key_file_has_key(kf, "daemon", key, NULL))
+        return TRUE;
+    g_autofree char *v = g_key_file_get_string(kf, "daemon", key, NULL);
+    if (!v || !*v) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: [daemon] %s is empty", path, key);
+        return FALSE;
+    }
+    g_free(*out);
+    *out = g_steal_pointer(&v);
+    return TRUE;
+}
+
+static gboolean
+getCpus(GKeyFile *kf, const char *path, const char *key, gboolean none_ok, hwloc_bitmap_t *out,
+        GError **error)
+{
+    g_autofree char *v = NULL;
+    if (!getString(kf, path, key, &v, error))
+        return FALSE;
+    if (!v || (none_ok && strcmp(v, "none") == 0))
+        return TRUE;
+    *out = vpCpuListParse(key, v, error);
+    if (!*out) {
+        g_prefix_error(error, "%s: ", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+configParse(vpConfig *cfg, GKeyFile *kf, const char *path, GError **error)
+{
+    if (!checkKeys(kf, path, error) || !getString(kf, path, "uri", &cfg->uri, error) ||
+        !getString(kf, path, "topology", &cfg->topology, error) ||
+        !getString(kf, path, "socket", &cfg->socket, error) ||
+        !getString(kf, path, "state", &cfg->state, error) ||
+        !getCpus(kf, path, "host_cpus", FALSE, &cfg->host_cpus, error) ||
+        !getCpus(kf, path, "housekeeping_cpus", TRUE, &cfg->housekeeping, error))
+        return FALSE;
+    if (g_strcmp0(cfg->topology, "host") == 0)
+        g_clear_pointer(&cfg->topology, g_free);
+    if (!g_path_is_absolute(cfg->socket) || !g_path_is_absolute(cfg->state)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "%s: [daemon] socket='%s' and state='%s' must be absolute paths", path,
+                    cfg->socket, cfg->state);
+        return FALSE;
+    }
+
+    g_autofree char *mode = NULL;
+    if (!getString(kf, path, "hook_failure", &mode, error))
+        return FALSE;
+    if (mode) {
+        int m = vpHookFailureFromName(mode);
+        if (m < 0) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: [daemon] hook_failure='%s' is not one of open, closed", path, mode);
+            return FALSE;
+        }
+        cfg->hook_failure = m;
+    }
+
+    g_autofree char *timeout = NULL;
+    if (!getString(kf, path, "hook_timeout_ms", &timeout, error))
+        return FALSE;
+    if (timeout) {
+        guint64 ms = 0;
+        if (!g_ascii_string_to_unsigned(timeout, 10, 1, 60000, &ms, NULL)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: [daemon] hook_timeout_ms='%s' is not a number of milliseconds "
+                        "in 1..60000",
+                        path, timeout);
+            return FALSE;
+        }
+        cfg->hook_timeout_ms = (int)ms;
+    }
+
+    if (g_key_file_has_group(kf, "policy") &&
+        !vpPolicyLoadKeyFile(&cfg->defaults, kf, "policy", error)) {
+        g_prefix_error(error, "%s: ", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+vpConfig *
+vpConfigLoad(const char *path, GError **error)
+{
+    g_autoptr(vpConfig) cfg = vpConfigNew();
+    const char *file = path ? path : VP_DEFAULT_CONFIG;
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(GError) err = NULL;
+    if (!g_key_file_load_from_file(kf, file, G_KEY_FILE_NONE, &err)) {
+        if (!path && g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+            return g_steal_pointer(&cfg);
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "cannot read configuration %s: %s", file,
+                    err->message);
+        return NULL;
+    }
+    if (!configParse(cfg, kf, file, error))
+        return NULL;
+    cfg->path = g_strdup(file);
+    return g_steal_pointer(&cfg);
+}

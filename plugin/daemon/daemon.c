@@ -1,0 +1,658 @@
+/*
+ * vcpuplaced wiring. Socket requests are answered from the manager alone; anything that
+ * needs libvirt is queued by domain name and run from an idle source, one domain per
+ * dispatch, after the reply is out (libvirt may be blocked on the hook that asked). The
+ * same queue serves lifecycle events and reconnects: every trigger becomes "sync this
+ * domain", and sync decides from libvirt's current truth, so duplicate or late triggers
+ * are harmless.
+ */
+#include "daemon/daemon.h"
+#include "daemon/proto.h"
+#include "daemon/server.h"
+#include "host/hwtopo.h"
+#include "libvirt/connection.h"
+#include "libvirt/pinning.h"
+
+#include <libvirt/virterror.h>
+#include <string.h>
+
+/* A reservation whose domain libvirt does not run yet may still be starting. */
+#define VP_RESERVE_GRACE_US (120 * G_USEC_PER_SEC)
+/* Failed pinning is retried this often, then reported as failed. */
+static const guint retryDelayMs[] = {200, 1000, 3000};
+/* Coalesces ledger writes; libvirt's truth covers what a crash in this window loses. */
+#define VP_SAVE_DELAY_MS 20
+
+typedef struct {
+    vpDaemonDomainFunc func;
+    gpointer data;
+} vpListener;
+
+struct _vpDaemon {
+    vpConfig *cfg;
+    vpManager *mgr;
+    vpServer *srv;
+    vpVirConn *vc;
+    GHashTable *pending;  /* names to sync */
+    GHashTable *attempts; /* name -> failed apply attempts so far */
+    GHashTable *timers;   /* name -> armed retry timer */
+    gboolean full_sync;
+    guint work_id;
+    guint save_id;
+    GArray *listeners;
+};
+
+static void kick(vpDaemon *d);
+
+static void logMsg(GLogLevelFlags level, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static void
+logMsg(GLogLevelFlags level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_log_structured(G_LOG_DOMAIN, level, "MESSAGE", "%s", msg);
+}
+
+static void
+notify(vpDaemon *d, const char *name, virDomainPtr dom, const vpPlan *plan)
+{
+    for (guint i = 0; i < d->listeners->len; i++) {
+        vpListener *l = &g_array_index(d->listeners, vpListener, i);
+        l->func(d, name, dom, plan, l->data);
+    }
+}
+
+static gboolean
+saveTimeout(gpointer data)
+{
+    vpDaemon *d = data;
+    d->save_id = 0;
+    g_autoptr(GError) err = NULL;
+    if (!vpDaemonFlush(d, &err))
+        logMsg(G_LOG_LEVEL_WARNING, "cannot save the ledger: %s", err->message);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+scheduleSave(vpDaemon *d)
+{
+    if (!d->save_id && vpManagerDirty(d->mgr))
+        d->save_id = g_timeout_add(VP_SAVE_DELAY_MS, saveTimeout, d);
+}
+
+gboolean
+vpDaemonFlush(vpDaemon *d, GError **error)
+{
+    if (!vpManagerDirty(d->mgr))
+        return TRUE;
+    return vpManagerSave(d->mgr, error);
+}
+
+static void
+release(vpDaemon *d, const char *name)
+{
+    if (vpManagerRelease(d->mgr, name)) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
+                         "domain %s: released", name);
+        notify(d, name, NULL, NULL);
+    }
+    g_hash_table_remove(d->attempts, name);
+}
+
+/* ---- libvirt work ---------------------------------------------------------------- */
+
+typedef struct {
+    vpDaemon *d;
+    char *name;
+} vpRetry;
+
+static gboolean
+retryTimeout(gpointer data)
+{
+    vpRetry *r = data;
+    g_hash_table_remove(r->d->timers, r->name);
+    g_hash_table_add(r->d->pending, g_strdup(r->name));
+    kick(r->d);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+retryFree(gpointer data)
+{
+    vpRetry *r = data;
+    g_free(r->name);
+    g_free(r);
+}
+
+/* Returns TRUE when another attempt was scheduled. */
+static gboolean
+scheduleRetry(vpDaemon *d, const char *name)
+{
+    guint n = GPOINTER_TO_UINT(g_hash_table_lookup(d->attempts, name));
+    if (n >= G_N_ELEMENTS(retryDelayMs))
+        return FALSE;
+    if (g_hash_table_contains(d->timers, name))
+        return TRUE;
+    g_hash_table_insert(d->attempts, g_strdup(name), GUINT_TO_POINTER(n + 1));
+    vpRetry *r = g_new0(vpRetry, 1);
+    r->d = d;
+    r->name = g_strdup(name);
+    guint id = g_timeout_add_full(G_PRIORITY_DEFAULT, retryDelayMs[n], retryTimeout, r, retryFree);
+    g_hash_table_insert(d->timers, g_strdup(name), GUINT_TO_POINTER(id));
+    return TRUE;
+}
+
+static void
+applyPlan(vpDaemon *d, virDomainPtr dom, const char *name)
+{
+    unsigned flags = vpVirConnLiveFlags(d->vc);
+    const vpPlan *plan = vpManagerPlan(d->mgr, name);
+    g_autoptr(GError) err = NULL;
+    g_autofree char *problem = NULL;
+    if (!vpVirPinsApply(dom, plan, flags, &err)) {
+        problem = g_strdup(err->message);
+    } else {
+        g_autoptr(vpLivePins) live = vpVirPinsRead(dom, flags, &err);
+        problem = live ? vpLivePinsDiff(live, plan) : g_strdup(err->message);
+    }
+    if (problem && !vpVirConnCheck(d->vc) && scheduleRetry(d, name)) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
+                         "domain %s: pinning not done yet (%s); retrying", name, problem);
+        return;
+    }
+    if (problem && vpVirConnGet(d->vc) == NULL)
+        return; /* the reconnect's full sync takes over */
+    vpManagerApplied(d->mgr, name, problem);
+    g_hash_table_remove(d->attempts, name);
+    if (!problem)
+        notify(d, name, dom, plan);
+}
+
+/* The XML that says what the domain asks for: the persistent definition when there is one,
+ * since live pins applied by vcpuplace show up as <cputune> in the live XML. */
+static char *
+requestXML(virDomainPtr dom, GError **error)
+{
+    if (virDomainIsPersistent(dom) == 1) {
+        char *xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+        if (xml)
+            return xml;
+    }
+    return vpVirDomainXML(dom, error);
+}
+
+static void
+syncDomain(vpDaemon *d, virDomainPtr dom)
+{
+    const char *name = virDomainGetName(dom);
+    int active = virDomainIsActive(dom);
+    if (active < 0) {
+        virErrorPtr e = virGetLastError();
+        if (e && e->code == VIR_ERR_NO_DOMAIN)
+            active = 0;
+        else if (vpVirConnCheck(d->vc))
+            return;
+    }
+    if (active == 0) {
+        const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+        /* A reservation is the start under way; the hook's release frees a failed one. */
+        if (rec && rec->state != VP_DOM_RESERVED)
+            release(d, name);
+        return;
+    }
+
+    unsigned flags = vpVirConnLiveFlags(d->vc);
+    g_autoptr(GError) err = NULL;
+    g_autofree char *xml = requestXML(dom, &err);
+    g_autoptr(vpLivePins) live = xml ? vpVirPinsRead(dom, flags, &err) : NULL;
+    if (!live) {
+        if (!vpVirConnCheck(d->vc) && !scheduleRetry(d, name))
+            logMsg(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
+        return;
+    }
+    vpSyncAction action = vpManagerSync(d->mgr, name, xml, strlen(xml), live, &err);
+    if (err)
+        logMsg(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
+    if (action == VP_SYNC_APPLY)
+        applyPlan(d, dom, name);
+}
+
+static void
+syncName(vpDaemon *d, virConnectPtr conn, const char *name)
+{
+    virDomainPtr dom = virDomainLookupByName(conn, name);
+    if (!dom) {
+        virErrorPtr e = virGetLastError();
+        if (e && e->code == VIR_ERR_NO_DOMAIN) {
+            const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+            if (rec && rec->state != VP_DOM_RESERVED)
+                release(d, name);
+        } else if (!vpVirConnCheck(d->vc)) {
+            logMsg(G_LOG_LEVEL_WARNING, "domain %s: lookup failed: %s", name,
+                   e && e->message ? e->message : "unknown error");
+        }
+        return;
+    }
+    syncDomain(d, dom);
+    virDomainFree(dom);
+}
+
+static void
+fullSync(vpDaemon *d, virConnectPtr conn)
+{
+    virDomainPtr *doms = NULL;
+    int n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+    if (n < 0) {
+        if (!vpVirConnCheck(d->vc)) {
+            virErrorPtr e = virGetLastError();
+            logMsg(G_LOG_LEVEL_WARNING, "cannot list running domains: %s",
+                   e && e->message ? e->message : "unknown error");
+            d->full_sync = TRUE;
+        }
+        return;
+    }
+    g_autoptr(GHashTable) running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (int i = 0; i < n; i++) {
+        g_hash_table_add(running, g_strdup(virDomainGetName(doms[i])));
+        g_hash_table_remove(d->pending, virDomainGetName(doms[i]));
+        syncDomain(d, doms[i]);
+        virDomainFree(doms[i]);
+    }
+    g_free(doms);
+    g_autoptr(GPtrArray) before = vpManagerNames(d->mgr);
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < before->len; i++)
+        g_ptr_array_add(names, g_strdup(before->pdata[i]));
+    guint released = vpManagerReleaseGone(d->mgr, running, VP_RESERVE_GRACE_US);
+    for (guint i = 0; i < names->len && released; i++) {
+        if (!vpManagerRecord(d->mgr, names->pdata[i]))
+            notify(d, names->pdata[i], NULL, NULL);
+    }
+    logMsg(G_LOG_LEVEL_INFO, "synchronised with libvirt: %d running, %u released, %u recorded", n,
+           released, vpLedgerNDomains(vpManagerLedger(d->mgr)));
+}
+
+static gboolean
+workIdle(gpointer data)
+{
+    vpDaemon *d = data;
+    virConnectPtr conn = vpVirConnGet(d->vc);
+    if (!conn) {
+        /* Everything is re-read on reconnect. */
+        d->work_id = 0;
+        return G_SOURCE_REMOVE;
+    }
+    if (d->full_sync) {
+        d->full_sync = FALSE;
+        fullSync(d, conn);
+    } else {
+        GHashTableIter it;
+        gpointer key;
+        g_hash_table_iter_init(&it, d->pending);
+        if (g_hash_table_iter_next(&it, &key, NULL)) {
+            g_autofree char *name = g_strdup(key);
+            g_hash_table_iter_remove(&it);
+            syncName(d, conn, name);
+        }
+    }
+    scheduleSave(d);
+    if (d->full_sync || g_hash_table_size(d->pending))
+        return G_SOURCE_CONTINUE;
+    d->work_id = 0;
+    return G_SOURCE_REMOVE;
+}
+
+static void
+kick(vpDaemon *d)
+{
+    if (!d->work_id && vpVirConnGet(d->vc) && (d->full_sync || g_hash_table_size(d->pending)))
+        d->work_id = g_idle_add(workIdle, d);
+}
+
+static void
+onConnected(vpVirConn *vc, gpointer data)
+{
+    vpDaemon *d = data;
+    d->full_sync = TRUE;
+    kick(d);
+}
+
+static void
+onDisconnected(vpVirConn *vc, const char *reason, gpointer data)
+{
+    vpDaemon *d = data;
+    if (d->work_id) {
+        g_source_remove(d->work_id);
+        d->work_id = 0;
+    }
+}
+
+static void
+onLifecycle(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer data)
+{
+    vpDaemon *d = data;
+    switch (event) {
+    case VIR_DOMAIN_EVENT_STARTED:
+    case VIR_DOMAIN_EVENT_STOPPED:
+    case VIR_DOMAIN_EVENT_CRASHED:
+    case VIR_DOMAIN_EVENT_RESUMED:
+        g_hash_table_add(d->pending, g_strdup(virDomainGetName(dom)));
+        kick(d);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- socket operations ------------------------------------------------------------- */
+
+typedef struct {
+    vpDaemon *d;
+    char *name; /* NULL: only save */
+} vpAfter;
+
+static void
+afterRun(gpointer data)
+{
+    vpAfter *a = data;
+    if (a->name) {
+        g_hash_table_add(a->d->pending, g_strdup(a->name));
+        kick(a->d);
+    }
+    scheduleSave(a->d);
+}
+
+static void
+afterFree(gpointer data)
+{
+    vpAfter *a = data;
+    g_free(a->name);
+    g_free(a);
+}
+
+static void
+setAfter(vpServerAfter *after, vpDaemon *d, const char *sync_name)
+{
+    vpAfter *a = g_new0(vpAfter, 1);
+    a->d = d;
+    a->name = g_strdup(sync_name);
+    after->func = afterRun;
+    after->data = a;
+    after->destroy = afterFree;
+}
+
+static JsonNode *
+replyFromError(const GError *err)
+{
+    gboolean refused =
+        err->domain == VP_ERROR && (err->code == VP_ERROR_REFUSED || err->code == VP_ERROR_INVALID);
+    return vpProtoReplyError(err->message, refused);
+}
+
+/* Domain names come from libvirt's hook arguments and are echoed into logs and JSON only;
+ * still, one without printable characters is nobody's domain. */
+static const char *
+getName(JsonObject *req, GError **error)
+{
+    const char *name = vpProtoGetString(req, "name", TRUE, error);
+    if (!name)
+        return NULL;
+    if (!*name || strlen(name) > 1024 || !g_utf8_validate(name, -1, NULL)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "member 'name' is not a domain name");
+        return NULL;
+    }
+    return name;
+}
+
+static JsonNode *
+opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
+{
+    const char *name = getName(req, error);
+    const char *xml = name ? vpProtoGetString(req, "xml", TRUE, error) : NULL;
+    if (!xml)
+        return NULL;
+    const vpPlan *plan = vpManagerReserve(d->mgr, name, xml, strlen(xml), error);
+    setAfter(after, d, NULL);
+    if (!plan) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_DOMAIN", name, "MESSAGE",
+                         "domain %s: start refused: %s", name, (*error)->message);
+        return NULL;
+    }
+    g_autofree char *text = vpPlanFormat(plan, vpManagerTopology(d->mgr));
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
+                     "domain %s: reserved (%s)%s%s", name, vpHowName(plan->how),
+                     plan->degraded ? ", degraded: " : "",
+                     plan->degraded ? plan->degraded_reason : "");
+    JsonObject *o;
+    JsonNode *reply = vpProtoReplyOk(&o);
+    json_object_set_member(o, "plan", vpPlanToJson(plan, vpManagerTopology(d->mgr)));
+    return reply;
+}
+
+static JsonNode *
+opNotify(vpDaemon *d, JsonObject *req, vpServerAfter *after, gboolean sync, GError **error)
+{
+    const char *name = getName(req, error);
+    if (!name)
+        return NULL;
+    if (sync) {
+        setAfter(after, d, name);
+    } else {
+        release(d, name);
+        setAfter(after, d, NULL);
+    }
+    return vpProtoReplyOk(NULL);
+}
+
+static JsonNode *
+opStatus(vpDaemon *d, JsonObject *req, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    const char *name = vpProtoGetString(req, "name", FALSE, &err);
+    if (err) {
+        g_propagate_error(error, g_steal_pointer(&err));
+        return NULL;
+    }
+    if (name && !vpManagerRecord(d->mgr, name)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "domain '%s' is not managed by vcpuplaced",
+                    name);
+        return NULL;
+    }
+    JsonObject *o;
+    JsonNode *reply = vpProtoReplyOk(&o);
+    json_object_set_string_member(o, "uri", d->cfg->uri);
+    json_object_set_boolean_member(o, "connected", vpDaemonConnected(d));
+    json_object_set_string_member(o, "topology", vpTopologyGetSource(vpManagerTopology(d->mgr)));
+    json_object_set_member(o, "domains", vpManagerStatusJson(d->mgr, name));
+    return reply;
+}
+
+static JsonNode *
+opPlan(vpDaemon *d, JsonObject *req, GError **error)
+{
+    const char *xml = vpProtoGetString(req, "xml", TRUE, error);
+    if (!xml)
+        return NULL;
+    g_autoptr(vpPlan) plan = vpManagerDryRun(d->mgr, xml, strlen(xml), error);
+    if (!plan)
+        return NULL;
+    JsonObject *o;
+    JsonNode *reply = vpProtoReplyOk(&o);
+    json_object_set_member(o, "plan", vpPlanToJson(plan, vpManagerTopology(d->mgr)));
+    return reply;
+}
+
+static void
+setCpuList(JsonObject *o, const char *member, hwloc_const_bitmap_t set)
+{
+    if (!set) {
+        json_object_set_null_member(o, member);
+        return;
+    }
+    g_autofree char *list = vpCpuListFormat(set);
+    json_object_set_string_member(o, member, list);
+}
+
+static JsonNode *
+opTopology(vpDaemon *d)
+{
+    const vpTopology *topo = vpManagerTopology(d->mgr);
+    const vpLedger *ledger = vpManagerLedger(d->mgr);
+    JsonObject *o;
+    JsonNode *reply = vpProtoReplyOk(&o);
+    json_object_set_string_member(o, "source", vpTopologyGetSource(topo));
+    setCpuList(o, "host_cpus", d->cfg->host_cpus);
+    setCpuList(o, "housekeeping_cpus", d->cfg->housekeeping);
+    json_object_set_member(o, "ledger", vpLedgerToJson(ledger));
+    JsonArray *owners = json_array_new();
+    for (int pu = 0; pu < vpTopologyNPUs(topo); pu++) {
+        vpOwner own = vpLedgerOwner(ledger, pu);
+        if (!own.domain)
+            continue;
+        JsonObject *e = json_object_new();
+        json_object_set_int_member(e, "cpu", vpTopologyPU(topo, pu)->os);
+        json_object_set_string_member(e, "domain", own.domain);
+        json_object_set_string_member(e, "kind", vpOwnKindName(own.kind));
+        if (own.kind == VP_OWN_VCPU)
+            json_object_set_int_member(e, "vcpu", own.vcpu);
+        json_array_add_object_element(owners, e);
+    }
+    json_object_set_array_member(o, "owners", owners);
+    return reply;
+}
+
+static JsonNode *
+handle(JsonObject *req, vpServerAfter *after, gpointer data)
+{
+    vpDaemon *d = data;
+    g_autoptr(GError) err = NULL;
+    const char *op = vpProtoGetString(req, "op", TRUE, &err);
+    JsonNode *reply = NULL;
+    if (!op)
+        return vpProtoReplyError(err->message, FALSE);
+    if (strcmp(op, "reserve") == 0)
+        reply = opReserve(d, req, after, &err);
+    else if (strcmp(op, "started") == 0 || strcmp(op, "reconnect") == 0)
+        reply = opNotify(d, req, after, TRUE, &err);
+    else if (strcmp(op, "release") == 0)
+        reply = opNotify(d, req, after, FALSE, &err);
+    else if (strcmp(op, "status") == 0)
+        reply = opStatus(d, req, &err);
+    else if (strcmp(op, "plan") == 0)
+        reply = opPlan(d, req, &err);
+    else if (strcmp(op, "topology") == 0)
+        reply = opTopology(d);
+    else
+        g_set_error(&err, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
+                    "unknown operation '%s' (known: reserve, started, release, reconnect, "
+                    "status, plan, topology)",
+                    op);
+    return reply ? reply : replyFromError(err);
+}
+
+/* ---- life cycle ------------------------------------------------------------------------ */
+
+vpDaemon *
+vpDaemonNew(vpConfig *cfg, GError **error)
+{
+    g_autoptr(vpConfig) owned = cfg;
+    vpTopology *topo = vpHwtopoLoad(cfg->topology, cfg->host_cpus, cfg->housekeeping, error);
+    if (!topo) {
+        g_prefix_error(error, "topology %s: ", cfg->topology ? cfg->topology : "host");
+        return NULL;
+    }
+    g_autoptr(vpManager) mgr = vpManagerNew(topo, &cfg->defaults, cfg->state, error);
+    if (!mgr)
+        return NULL;
+
+    vpDaemon *d = g_new0(vpDaemon, 1);
+    d->cfg = g_steal_pointer(&owned);
+    d->mgr = g_steal_pointer(&mgr);
+    d->pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    d->attempts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    d->timers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    d->listeners = g_array_new(FALSE, FALSE, sizeof(vpListener));
+    d->srv = vpServerNew(d->cfg->socket, handle, d, error);
+    if (!d->srv) {
+        vpDaemonFree(d);
+        return NULL;
+    }
+    static const vpVirConnCallbacks cb = {
+        .connected = onConnected,
+        .disconnected = onDisconnected,
+        .lifecycle = onLifecycle,
+    };
+    vpVirInit();
+    d->vc = vpVirConnNew(d->cfg->uri, &cb, d);
+    return d;
+}
+
+void
+vpDaemonStart(vpDaemon *d)
+{
+    vpVirConnStart(d->vc);
+}
+
+void
+vpDaemonFree(vpDaemon *d)
+{
+    if (!d)
+        return;
+    /* The server first: its connections may hold after-work pointing at d. */
+    vpServerFree(d->srv);
+    vpVirConnFree(d->vc);
+    if (d->work_id)
+        g_source_remove(d->work_id);
+    if (d->save_id)
+        g_source_remove(d->save_id);
+    GHashTableIter it;
+    gpointer id;
+    g_hash_table_iter_init(&it, d->timers);
+    while (g_hash_table_iter_next(&it, NULL, &id))
+        g_source_remove(GPOINTER_TO_UINT(id));
+    g_hash_table_destroy(d->timers);
+    g_autoptr(GError) err = NULL;
+    if (d->mgr && !vpDaemonFlush(d, &err))
+        logMsg(G_LOG_LEVEL_WARNING, "cannot save the ledger: %s", err->message);
+    vpManagerFree(d->mgr);
+    g_hash_table_destroy(d->pending);
+    g_hash_table_destroy(d->attempts);
+    g_array_free(d->listeners, TRUE);
+    vpConfigFree(d->cfg);
+    g_free(d);
+}
+
+void
+vpDaemonOnDomain(vpDaemon *d, vpDaemonDomainFunc func, gpointer data)
+{
+    vpListener l = {func, data};
+    g_array_append_val(d->listeners, l);
+}
+
+const vpConfig *
+vpDaemonConfig(const vpDaemon *d)
+{
+    return d->cfg;
+}
+
+vpManager *
+vpDaemonManager(vpDaemon *d)
+{
+    return d->mgr;
+}
+
+gboolean
+vpDaemonBusy(const vpDaemon *d)
+{
+    return d->work_id || d->save_id || g_hash_table_size(d->timers) || d->full_sync ||
+           g_hash_table_size(d->pending);
+}
+
+gboolean
+vpDaemonConnected(const vpDaemon *d)
+{
+    return vpVirConnGet(d->vc) != NULL;
+}

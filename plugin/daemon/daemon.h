@@ -1,0 +1,38 @@
+/*
+ * vcpuplaced's wiring: configuration -> topology and manager, the socket server, the
+ * libvirt connection and the work queue that connects them, all on the thread-default
+ * GLib main loop. Later stages (core-scheduling cookies, the pressure monitor) attach to
+ * the per-domain notifications below rather than to libvirt or the socket directly.
+ */
+#pragma once
+
+#include "daemon/config.h"
+#include "daemon/manager.h"
+
+#include <libvirt/libvirt.h>
+
+typedef struct _vpDaemon vpDaemon;
+
+/* What a domain's placement became: applied (plan set, pins live in libvirt) or released
+ * (plan NULL). dom is NULL for a release. */
+typedef void (*vpDaemonDomainFunc)(vpDaemon *d, const char *name, virDomainPtr dom,
+                                   const vpPlan *plan, gpointer data);
+
+/* Takes cfg. Loads the topology and the ledger and binds the socket; does not connect. */
+vpDaemon *vpDaemonNew(vpConfig *cfg, GError **error);
+void vpDaemonFree(vpDaemon *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpDaemon, vpDaemonFree)
+
+/* Connects to libvirt (retrying in the background) and begins serving. */
+void vpDaemonStart(vpDaemon *d);
+/* Writes the ledger now if it changed. */
+gboolean vpDaemonFlush(vpDaemon *d, GError **error);
+
+void vpDaemonOnDomain(vpDaemon *d, vpDaemonDomainFunc func, gpointer data);
+
+const vpConfig *vpDaemonConfig(const vpDaemon *d);
+vpManager *vpDaemonManager(vpDaemon *d);
+/* TRUE while work is queued: a sync, a retry, a pending save (tests wait for FALSE). */
+gboolean vpDaemonBusy(const vpDaemon *d);
+/* TRUE while a libvirt connection is open. */
+gboolean vpDaemonConnected(const vpDaemon *d);

@@ -1,0 +1,100 @@
+/*
+ * vcpuplaced: places and pins the vCPUs of libvirt's QEMU guests. See daemon.h.
+ */
+#include "daemon/daemon.h"
+#include "daemon/proto.h"
+#include "host/hwtopo.h"
+
+#include <glib-unix.h>
+#include <locale.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static gboolean verbose;
+
+/* journald when stderr is connected to it (systemd), stderr otherwise; debug only with -v. */
+static GLogWriterOutput
+writer(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
+{
+    if ((level & G_LOG_LEVEL_DEBUG) && !verbose)
+        return G_LOG_WRITER_HANDLED;
+    if (g_log_writer_is_journald(fileno(stderr)) &&
+        g_log_writer_journald(level, fields, n, data) == G_LOG_WRITER_HANDLED)
+        return G_LOG_WRITER_HANDLED;
+    return g_log_writer_standard_streams(level, fields, n, data);
+}
+
+static gboolean
+onSignal(gpointer data)
+{
+    g_main_loop_quit(data);
+    return G_SOURCE_CONTINUE;
+}
+
+int
+main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "");
+    g_autofree char *config = NULL;
+    gboolean check = FALSE;
+    GOptionEntry entries[] = {
+        {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
+         "configuration file (default " VP_DEFAULT_CONFIG ")", "FILE"},
+        {"check-config", 0, 0, G_OPTION_ARG_NONE, &check,
+         "validate the configuration and the topology, then exit", NULL},
+        {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "log debug messages", NULL},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
+    g_option_context_set_summary(ctx, "Places the vCPUs of libvirt's QEMU guests on host CPUs.");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GError) err = NULL;
+    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+        fprintf(stderr, "vcpuplaced: %s\n", err->message);
+        return 1;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "vcpuplaced: unexpected argument '%s'\n", argv[1]);
+        return 1;
+    }
+    g_log_set_writer_func(writer, NULL, NULL);
+
+    vpConfig *cfg = vpConfigLoad(config, &err);
+    if (!cfg) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "MESSAGE", "%s", err->message);
+        return 1;
+    }
+    if (check) {
+        g_autoptr(vpConfig) owned = cfg;
+        g_autoptr(vpTopology) topo =
+            vpHwtopoLoad(cfg->topology, cfg->host_cpus, cfg->housekeeping, &err);
+        if (!topo) {
+            fprintf(stderr, "vcpuplaced: topology %s: %s\n", cfg->topology ? cfg->topology : "host",
+                    err->message);
+            return 1;
+        }
+        g_autofree char *list = vpCpuListFormat(vpTopologyUsableSet(topo));
+        printf("configuration %s: ok; topology %s: %d PUs, %d cores, usable CPUs %s\n",
+               cfg->path ? cfg->path : "(built-in defaults)", vpTopologyGetSource(topo),
+               vpTopologyNPUs(topo), vpTopologyNCores(topo), list);
+        return 0;
+    }
+
+    g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+    g_autoptr(vpDaemon) d = vpDaemonNew(cfg, &err);
+    if (!d) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "MESSAGE", "%s", err->message);
+        return 1;
+    }
+    guint term = g_unix_signal_add(SIGTERM, onSignal, loop);
+    guint intr = g_unix_signal_add(SIGINT, onSignal, loop);
+    vpDaemonStart(d);
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
+                     "vcpuplaced %s listening on %s, libvirt %s", PROJECT_VERSION,
+                     vpDaemonConfig(d)->socket, vpDaemonConfig(d)->uri);
+    g_main_loop_run(loop);
+    g_source_remove(term);
+    g_source_remove(intr);
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE", "vcpuplaced stopping");
+    return 0;
+}

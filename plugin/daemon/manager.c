@@ -1,0 +1,547 @@
+/*
+ * Domain bookkeeping for vcpuplaced. Every decision about a domain (place it, adopt what
+ * libvirt shows, respect its own pins, release it) is taken here, so that the rules can
+ * be read in one place and tested without a libvirt daemon.
+ */
+#include "daemon/manager.h"
+#include "core/placer.h"
+#include "libvirt/domxml.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+struct _vpManager {
+    vpTopology *topo;
+    vpLedger *ledger;
+    vpPolicy defaults;
+    char *state_path;
+    GHashTable *records; /* name -> vpDomRecord */
+    gboolean dirty;
+};
+
+static const char *const stateNames[VP_DOM_LAST] = {
+    "reserved", "applying", "applied", "pinned", "failed", "unplaced",
+};
+
+const char *
+vpDomStateName(vpDomState state)
+{
+    return state < VP_DOM_LAST ? stateNames[state] : "?";
+}
+
+static void
+recordFree(vpDomRecord *rec)
+{
+    g_free(rec->name);
+    g_free(rec->error);
+    if (rec->plan)
+        vpPlanFree(rec->plan);
+    g_free(rec);
+}
+
+static vpDomRecord *
+recordSet(vpManager *m, const char *name, vpDomState state, const char *error)
+{
+    vpDomRecord *rec = g_hash_table_lookup(m->records, name);
+    if (!rec) {
+        rec = g_new0(vpDomRecord, 1);
+        rec->name = g_strdup(name);
+        rec->state = state;
+        rec->since = g_get_monotonic_time();
+        g_hash_table_insert(m->records, rec->name, rec);
+    }
+    if (rec->state != state)
+        rec->since = g_get_monotonic_time();
+    rec->state = state;
+    g_free(rec->error);
+    rec->error = g_strdup(error);
+    if (rec->plan && state != VP_DOM_UNPLACED)
+        g_clear_pointer(&rec->plan, vpPlanFree);
+    return rec;
+}
+
+static void logDomain(GLogLevelFlags level, const char *name, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+
+static void
+logDomain(GLogLevelFlags level, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_log_structured(G_LOG_DOMAIN, level, "VCPUPLACE_DOMAIN", name, "MESSAGE", "domain %s: %s",
+                     name, msg);
+}
+
+static vpLedger *
+loadLedger(const vpTopology *topo, const char *path)
+{
+    g_autoptr(GError) err = NULL;
+    vpLedger *ledger = vpLedgerLoad(topo, path, &err);
+    if (ledger)
+        return ledger;
+    g_autofree char *aside = g_strdup_printf("%s.unreadable-%" G_GINT64_FORMAT, path,
+                                             g_get_real_time() / G_USEC_PER_SEC);
+    if (g_rename(path, aside) < 0)
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                         "ledger %s is unreadable (%s) and cannot be moved aside (%s); "
+                         "starting empty, rebuilding from libvirt",
+                         path, err->message, g_strerror(errno));
+    else
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                         "ledger %s is unreadable (%s); moved to %s, starting empty, "
+                         "rebuilding from libvirt",
+                         path, err->message, aside);
+    return vpLedgerNew(topo);
+}
+
+vpManager *
+vpManagerNew(vpTopology *topo, const vpPolicy *defaults, const char *state_path, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(state_path);
+    if (g_mkdir_with_parents(dir, 0700) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "cannot create state directory %s: %s", dir,
+                    g_strerror(errno));
+        vpTopologyFree(topo);
+        return NULL;
+    }
+    vpManager *m = g_new0(vpManager, 1);
+    m->topo = topo;
+    vpPolicyCopy(&m->defaults, defaults);
+    m->state_path = g_strdup(state_path);
+    m->records = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)recordFree);
+    m->ledger = loadLedger(topo, state_path);
+
+    /* Loaded domains are unconfirmed until libvirt is asked: not "reserved", so that the
+     * first full sync releases at once those that no longer run. */
+    g_autoptr(GPtrArray) names = vpLedgerDomains(m->ledger);
+    for (guint i = 0; i < names->len; i++) {
+        const char *name = names->pdata[i];
+        const vpPlan *plan = vpLedgerLookup(m->ledger, name);
+        vpDomRecord *rec =
+            recordSet(m, name, plan->how == VP_HOW_PINNED ? VP_DOM_PINNED : VP_DOM_APPLYING,
+                      "loaded from the ledger, not yet confirmed by libvirt");
+        rec->was_applied = TRUE;
+    }
+    if (names->len)
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
+                         "ledger %s: %u domains to reconcile with libvirt", state_path, names->len);
+    return m;
+}
+
+void
+vpManagerFree(vpManager *m)
+{
+    if (!m)
+        return;
+    g_hash_table_destroy(m->records);
+    vpLedgerFree(m->ledger);
+    vpTopologyFree(m->topo);
+    vpPolicyClear(&m->defaults);
+    g_free(m->state_path);
+    g_free(m);
+}
+
+const vpTopology *
+vpManagerTopology(const vpManager *m)
+{
+    return m->topo;
+}
+
+const vpLedger *
+vpManagerLedger(const vpManager *m)
+{
+    return m->ledger;
+}
+
+const vpPolicy *
+vpManagerDefaults(const vpManager *m)
+{
+    return &m->defaults;
+}
+
+const vpDomRecord *
+vpManagerRecord(const vpManager *m, const char *name)
+{
+    return g_hash_table_lookup(m->records, name);
+}
+
+const vpPlan *
+vpManagerPlan(const vpManager *m, const char *name)
+{
+    const vpPlan *plan = vpLedgerLookup(m->ledger, name);
+    if (plan)
+        return plan;
+    const vpDomRecord *rec = vpManagerRecord(m, name);
+    return rec ? rec->plan : NULL;
+}
+
+static gint
+cmpStr(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+GPtrArray *
+vpManagerNames(const vpManager *m)
+{
+    GPtrArray *names = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, m->records);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+        g_ptr_array_add(names, key);
+    g_ptr_array_sort(names, cmpStr);
+    return names;
+}
+
+gboolean
+vpManagerDirty(const vpManager *m)
+{
+    return m->dirty;
+}
+
+gboolean
+vpManagerSave(vpManager *m, GError **error)
+{
+    if (!vpLedgerSave(m->ledger, m->state_path, error))
+        return FALSE;
+    m->dirty = FALSE;
+    return TRUE;
+}
+
+gboolean
+vpManagerRelease(vpManager *m, const char *name)
+{
+    gboolean held = vpLedgerRemove(m->ledger, name);
+    gboolean known = g_hash_table_remove(m->records, name);
+    if (held)
+        m->dirty = TRUE;
+    return held || known;
+}
+
+static vpRequest *
+parseRequest(const vpManager *m, const char *name, const char *xml, gsize len, GError **error)
+{
+    g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
+    if (!req)
+        return NULL;
+    if (g_strcmp0(req->name, name) != 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain name '%s' does not match the XML's <name>%s</name>", name,
+                    req->name ? req->name : "");
+        return NULL;
+    }
+    return g_steal_pointer(&req);
+}
+
+/* Records plan in the ledger; a plan of the domain's own pins that collides is kept
+ * outside it (state unplaced) because the domain runs with those pins regardless. */
+static gboolean
+record(vpManager *m, const vpPlan *plan, vpDomState state, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    if (vpLedgerAdd(m->ledger, plan, &err)) {
+        m->dirty = TRUE;
+        recordSet(m, plan->domain, state, NULL);
+        return TRUE;
+    }
+    if (plan->how != VP_HOW_PINNED) {
+        g_propagate_error(error, g_steal_pointer(&err));
+        return FALSE;
+    }
+    g_autofree char *why = g_strdup_printf("its own <cputune> pins collide: %s", err->message);
+    logDomain(G_LOG_LEVEL_WARNING, plan->domain, "%s", why);
+    vpDomRecord *rec = recordSet(m, plan->domain, VP_DOM_UNPLACED, why);
+    g_autoptr(JsonNode) copy = vpPlanToJson(plan, m->topo);
+    rec->plan = vpPlanFromJson(copy, NULL);
+    return TRUE;
+}
+
+const vpPlan *
+vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GError **error)
+{
+    g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, error);
+    if (!req)
+        return NULL;
+    if (vpManagerRelease(m, name))
+        logDomain(G_LOG_LEVEL_INFO, name, "stale record replaced by a new reservation");
+    g_autoptr(vpPlan) plan = vpPlace(m->topo, m->ledger, req, error);
+    if (!plan)
+        return NULL;
+    if (!record(m, plan, plan->how == VP_HOW_PINNED ? VP_DOM_PINNED : VP_DOM_RESERVED, error))
+        return NULL;
+    return vpManagerPlan(m, name);
+}
+
+vpPlan *
+vpManagerDryRun(vpManager *m, const char *xml, gsize len, GError **error)
+{
+    g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
+    if (!req)
+        return NULL;
+    if (!req->name || !vpLedgerLookup(m->ledger, req->name))
+        return vpPlace(m->topo, m->ledger, req, error);
+    /* The domain's own current holding must not stand in its way. */
+    g_autoptr(JsonNode) copy = vpLedgerToJson(m->ledger);
+    g_autoptr(vpLedger) without = vpLedgerFromJson(m->topo, copy, error);
+    if (!without)
+        return NULL;
+    vpLedgerRemove(without, req->name);
+    return vpPlace(m->topo, without, req, error);
+}
+
+static gboolean
+samePins(const vpPlan *a, const vpPlan *b)
+{
+    if (a->nvcpus != b->nvcpus)
+        return FALSE;
+    for (unsigned i = 0; i < a->nvcpus; i++) {
+        if (a->vcpu_pu[i] != b->vcpu_pu[i])
+            return FALSE;
+    }
+    if (!a->emulator || !b->emulator)
+        return a->emulator == b->emulator;
+    return hwloc_bitmap_isequal(a->emulator, b->emulator);
+}
+
+/* Live pins that are all single CPUs were chosen by someone: keep them when they fit. */
+static gboolean
+adopt(vpManager *m, const char *name, const vpRequest *req, const vpLivePins *live, const char *why)
+{
+    g_autoptr(vpPlan) plan = vpLivePinsToPlan(live, name, &req->policy);
+    g_autoptr(GError) err = NULL;
+    gboolean ok = vpLedgerLookup(m->ledger, name) ? vpLedgerReplace(m->ledger, plan, &err)
+                                                  : vpLedgerAdd(m->ledger, plan, &err);
+    if (!ok) {
+        logDomain(G_LOG_LEVEL_WARNING, name, "live pins cannot be adopted (%s): %s", why,
+                  err->message);
+        return FALSE;
+    }
+    m->dirty = TRUE;
+    recordSet(m, name, VP_DOM_APPLIED, NULL)->was_applied = TRUE;
+    logDomain(G_LOG_LEVEL_INFO, name, "adopted libvirt's live pins (%s)", why);
+    return TRUE;
+}
+
+static gboolean
+vcpusDiffer(const vpLivePins *live, const vpPlan *plan)
+{
+    for (unsigned i = 0; i < plan->nvcpus && i < live->nvcpus; i++) {
+        if (plan->vcpu_pu[i] >= 0 && (hwloc_bitmap_weight(live->vcpu[i]) != 1 ||
+                                      !hwloc_bitmap_isset(live->vcpu[i], plan->vcpu_pu[i])))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static vpSyncAction
+syncPinned(vpManager *m, const char *name, const vpRequest *req, GError **error)
+{
+    g_autoptr(vpPlan) plan = vpPlace(m->topo, m->ledger, req, error);
+    if (!plan)
+        return VP_SYNC_NOTHING;
+    const vpPlan *old = vpManagerPlan(m, name);
+    if (old && old->how == VP_HOW_PINNED && samePins(old, plan)) {
+        const vpDomRecord *rec = vpManagerRecord(m, name);
+        if (rec->state != VP_DOM_UNPLACED)
+            recordSet(m, name, VP_DOM_PINNED, NULL);
+        return VP_SYNC_NOTHING;
+    }
+    vpManagerRelease(m, name);
+    /* Placed again now that the old entry is gone, so its own pins do not collide. */
+    g_autoptr(vpPlan) again = vpPlace(m->topo, m->ledger, req, error);
+    if (again)
+        record(m, again, VP_DOM_PINNED, error);
+    return VP_SYNC_NOTHING;
+}
+
+vpSyncAction
+vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
+              GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, &err);
+    if (!req) {
+        recordSet(m, name, VP_DOM_UNPLACED, err->message);
+        g_propagate_error(error, g_steal_pointer(&err));
+        return VP_SYNC_NOTHING;
+    }
+    const vpPlan *plan = vpLedgerLookup(m->ledger, name);
+    const vpDomRecord *rec = vpManagerRecord(m, name);
+
+    if (plan && plan->how != VP_HOW_PINNED) {
+        g_autofree char *diff = vpLivePinsDiff(live, plan);
+        if (!diff) {
+            recordSet(m, name, VP_DOM_APPLIED, NULL)->was_applied = TRUE;
+            return VP_SYNC_NOTHING;
+        }
+        /* Once applied, single-CPU pins that differ were moved by someone on purpose; before,
+         * differences are libvirt's defaults or a partial application. */
+        if (rec && rec->was_applied && vcpusDiffer(live, plan) && vpLivePinsAllSingle(live) &&
+            adopt(m, name, req, live, diff))
+            return VP_SYNC_NOTHING;
+        recordSet(m, name, VP_DOM_APPLYING, diff);
+        return VP_SYNC_APPLY;
+    }
+    if (req->has_pins)
+        return syncPinned(m, name, req, error);
+
+    if (rec)
+        vpManagerRelease(m, name);
+    if (vpLivePinsAllSingle(live) && adopt(m, name, req, live, "not in the ledger"))
+        return VP_SYNC_NOTHING;
+    g_autoptr(vpPlan) fresh = vpPlace(m->topo, m->ledger, req, &err);
+    if (!fresh) {
+        /* It runs anyway: vcpuplace was not there to refuse it. */
+        logDomain(G_LOG_LEVEL_WARNING, name, "running unplaced: %s", err->message);
+        recordSet(m, name, VP_DOM_UNPLACED, err->message);
+        g_propagate_error(error, g_steal_pointer(&err));
+        return VP_SYNC_NOTHING;
+    }
+    if (!record(m, fresh, VP_DOM_APPLYING, error))
+        return VP_SYNC_NOTHING;
+    return VP_SYNC_APPLY;
+}
+
+void
+vpManagerApplied(vpManager *m, const char *name, const char *error)
+{
+    if (!vpManagerRecord(m, name))
+        return;
+    if (error)
+        logDomain(G_LOG_LEVEL_WARNING, name, "pinning failed: %s", error);
+    else
+        logDomain(G_LOG_LEVEL_INFO, name, "pinned as planned");
+    vpDomRecord *rec = recordSet(m, name, error ? VP_DOM_FAILED : VP_DOM_APPLIED, error);
+    rec->was_applied |= !error;
+}
+
+guint
+vpManagerReleaseGone(vpManager *m, GHashTable *running, gint64 grace_us)
+{
+    gint64 now = g_get_monotonic_time();
+    g_autoptr(GPtrArray) names = vpManagerNames(m);
+    guint released = 0;
+    for (guint i = 0; i < names->len; i++) {
+        const char *name = names->pdata[i];
+        const vpDomRecord *rec = vpManagerRecord(m, name);
+        if (g_hash_table_contains(running, name))
+            continue;
+        if (rec->state == VP_DOM_RESERVED && now - rec->since < grace_us)
+            continue;
+        logDomain(G_LOG_LEVEL_INFO, name, "not running; released");
+        vpManagerRelease(m, name);
+        released++;
+    }
+    return released;
+}
+
+static JsonNode *
+policyJson(const vpPolicy *p)
+{
+    JsonObject *o = json_object_new();
+    json_object_set_string_member(o, "smt", vpSmtName(p->smt));
+    if (p->group)
+        json_object_set_string_member(o, "group", p->group);
+    else
+        json_object_set_null_member(o, "group");
+    json_object_set_string_member(o, "coresched", vpCoreschedName(p->coresched));
+    json_object_set_string_member(o, "locality", vpLocalityName(p->locality));
+    json_object_set_string_member(o, "emulator", vpEmulatorName(p->emulator));
+    json_object_set_string_member(o, "rebalance", vpRebalanceName(p->rebalance));
+    json_object_set_string_member(o, "unmet", vpUnmetName(p->unmet));
+    return json_node_init_object(json_node_alloc(), o);
+}
+
+static void
+setGroup(JsonObject *o, const vpTopology *topo, const vpCore *core, vpLevel level,
+         const char *member)
+{
+    int idx = core->group[level];
+    if (idx < 0)
+        json_object_set_null_member(o, member);
+    else
+        json_object_set_int_member(o, member, vpTopologyGroup(topo, level, idx)->os);
+}
+
+static JsonNode *
+vcpusJson(const vpPlan *plan, const vpTopology *topo)
+{
+    JsonArray *a = json_array_new();
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        JsonObject *o = json_object_new();
+        json_object_set_int_member(o, "vcpu", i);
+        int pu = plan->vcpu_pu[i] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[i]) : -1;
+        if (plan->vcpu_pu[i] < 0)
+            json_object_set_null_member(o, "cpu");
+        else
+            json_object_set_int_member(o, "cpu", plan->vcpu_pu[i]);
+        if (pu >= 0) {
+            const vpPU *p = vpTopologyPU(topo, pu);
+            const vpCore *core = vpTopologyCore(topo, p->core);
+            json_object_set_int_member(o, "core", p->core);
+            setGroup(o, topo, core, VP_LEVEL_L3, "l3");
+            setGroup(o, topo, core, VP_LEVEL_NUMA, "numa");
+            setGroup(o, topo, core, VP_LEVEL_PACKAGE, "package");
+        }
+        json_array_add_object_element(a, o);
+    }
+    return json_node_init_array(json_node_alloc(), a);
+}
+
+static void
+setCpus(JsonObject *o, const char *member, hwloc_const_bitmap_t set)
+{
+    if (!set || hwloc_bitmap_iszero(set)) {
+        json_object_set_null_member(o, member);
+        return;
+    }
+    g_autofree char *list = vpCpuListFormat(set);
+    json_object_set_string_member(o, member, list);
+}
+
+static JsonNode *
+domainJson(const vpManager *m, const vpDomRecord *rec)
+{
+    JsonObject *o = json_object_new();
+    gint64 now = g_get_monotonic_time();
+    json_object_set_string_member(o, "name", rec->name);
+    json_object_set_string_member(o, "state", vpDomStateName(rec->state));
+    json_object_set_double_member(o, "state_age_s", (now - rec->since) / 1e6);
+    if (rec->error)
+        json_object_set_string_member(o, "error", rec->error);
+    else
+        json_object_set_null_member(o, "error");
+    const vpPlan *plan = vpManagerPlan(m, rec->name);
+    if (plan) {
+        json_object_set_string_member(o, "how", vpHowName(plan->how));
+        json_object_set_member(o, "policy", policyJson(&plan->policy));
+        json_object_set_string_member(o, "level", vpLevelName(plan->level));
+        json_object_set_boolean_member(o, "degraded", plan->degraded);
+        if (plan->degraded_reason)
+            json_object_set_string_member(o, "degraded_reason", plan->degraded_reason);
+        else
+            json_object_set_null_member(o, "degraded_reason");
+        json_object_set_member(o, "vcpus", vcpusJson(plan, m->topo));
+        setCpus(o, "emulator", plan->emulator);
+        setCpus(o, "reserved", plan->reserved);
+        json_object_set_member(o, "plan", vpPlanToJson(plan, m->topo));
+    }
+    return json_node_init_object(json_node_alloc(), o);
+}
+
+JsonNode *
+vpManagerStatusJson(const vpManager *m, const char *name)
+{
+    JsonArray *a = json_array_new();
+    g_autoptr(GPtrArray) names = vpManagerNames(m);
+    for (guint i = 0; i < names->len; i++) {
+        if (name && strcmp(name, names->pdata[i]) != 0)
+            continue;
+        json_array_add_element(a, domainJson(m, vpManagerRecord(m, names->pdata[i])));
+    }
+    return json_node_init_array(json_node_alloc(), a);
+}

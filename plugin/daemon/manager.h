@@ -1,0 +1,88 @@
+/*
+ * The daemon's bookkeeping, without I/O of its own: the topology, the ledger (persisted
+ * under the state path), and per domain what state it is in. It decides; the daemon
+ * carries the decisions out through libvirt and reports back.
+ *
+ * Truth: the ledger says what vcpuplace reserved; libvirt's live pins say what is applied.
+ * vpManagerSync() reconciles one running domain against both.
+ */
+#pragma once
+
+#include "core/ledger.h"
+#include "core/plan.h"
+#include "core/policy.h"
+#include "core/topology.h"
+#include "libvirt/pinning.h"
+
+#include <json-glib/json-glib.h>
+
+typedef enum {
+    VP_DOM_RESERVED = 0, /* placed before the start (hook), not applied yet */
+    VP_DOM_APPLYING,     /* running; the plan is to be applied */
+    VP_DOM_APPLIED,      /* running; libvirt's pins show the plan */
+    VP_DOM_PINNED,       /* the domain's own <cputune>: recorded, never touched */
+    VP_DOM_FAILED,       /* running; applying failed (error says why) */
+    VP_DOM_UNPLACED,     /* running but holding nothing: no room or a conflict (error) */
+    VP_DOM_LAST
+} vpDomState;
+
+typedef struct {
+    char *name;
+    vpDomState state;
+    gint64 since;         /* monotonic us of the last state change */
+    char *error;          /* FAILED / UNPLACED: why */
+    gboolean was_applied; /* vcpuplace's plan was live at some point (or may have been) */
+    vpPlan *plan; /* UNPLACED with own pins that collide: what it holds, outside the ledger */
+} vpDomRecord;
+
+typedef struct _vpManager vpManager;
+
+/* Takes topo. Loads the ledger from state_path; an unreadable one is moved aside (the
+ * reason logged) and the daemon starts empty, to be rebuilt from libvirt. */
+vpManager *vpManagerNew(vpTopology *topo, const vpPolicy *defaults, const char *state_path,
+                        GError **error);
+void vpManagerFree(vpManager *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpManager, vpManagerFree)
+
+const vpTopology *vpManagerTopology(const vpManager *m);
+const vpLedger *vpManagerLedger(const vpManager *m);
+const vpPolicy *vpManagerDefaults(const vpManager *m);
+const vpDomRecord *vpManagerRecord(const vpManager *m, const char *name);
+const vpPlan *vpManagerPlan(const vpManager *m, const char *name);
+/* Names of every recorded domain, sorted (caller frees the array only). */
+GPtrArray *vpManagerNames(const vpManager *m);
+/* Changed since the last vpManagerSave(). */
+gboolean vpManagerDirty(const vpManager *m);
+gboolean vpManagerSave(vpManager *m, GError **error);
+
+/* Hook, prepare begin: places the domain described by xml and holds its PUs. A domain
+ * already recorded is replaced (libvirt does not prepare a running domain). Refusal:
+ * VP_ERROR_REFUSED; a bad policy or XML: VP_ERROR_INVALID. */
+const vpPlan *vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len,
+                               GError **error);
+/* Where the domain would go now; nothing is recorded. */
+vpPlan *vpManagerDryRun(vpManager *m, const char *xml, gsize len, GError **error);
+/* Frees the domain's PUs and forgets it; FALSE when it was unknown. */
+gboolean vpManagerRelease(vpManager *m, const char *name);
+
+typedef enum {
+    VP_SYNC_NOTHING = 0, /* libvirt already shows the recorded plan, or nothing to do */
+    VP_SYNC_APPLY,       /* apply vpManagerPlan() through libvirt, then vpManagerApplied() */
+} vpSyncAction;
+
+/* Reconciles a running domain: its live XML (request) and libvirt's live pins. Records
+ * what it finds (adopting live pins, respecting <cputune>, placing when unknown) and says
+ * what the daemon must do. */
+vpSyncAction vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len,
+                           const vpLivePins *live, GError **error);
+/* Result of applying: error NULL when libvirt's pins now show the plan. */
+void vpManagerApplied(vpManager *m, const char *name, const char *error);
+/* Recorded domains that libvirt does not run: released, except reservations younger than
+ * grace_us (their start may still be under way). Returns how many were released. */
+guint vpManagerReleaseGone(vpManager *m, GHashTable *running, gint64 grace_us);
+
+const char *vpDomStateName(vpDomState state);
+
+/* {name, state, since_s, how, policy, level, degraded, ..., vcpus: [{vcpu, cpu, core, l3,
+ * numa, package}], emulator, reserved, error}. */
+JsonNode *vpManagerStatusJson(const vpManager *m, const char *name);

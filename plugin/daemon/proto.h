@@ -1,0 +1,57 @@
+/*
+ * The vcpuplaced socket protocol, and a client for it.
+ *
+ * JSON lines over a Unix stream socket: one request object per line, one reply per
+ * request, in order. A request is {"op": NAME, ...}; a reply is {"ok": true, ...} or
+ * {"ok": false, "error": TEXT, "refused": BOOL}, refused meaning "the policy cannot be met"
+ * as opposed to "something is wrong". Operations:
+ *
+ *   reserve   {name, xml}   hook, prepare begin: place and hold PUs, or refuse
+ *   started   {name}        hook, started begin: pin now (after the reply)
+ *   release   {name}        hook, stopped/release end: free the domain's PUs
+ *   reconnect {name}        hook, reconnect begin: resynchronise the domain
+ *   status    {name?}       -> {domains: [{name, state, how, policy, vcpus: [...], ...}]}
+ *   plan      {xml}         -> {plan}: where the domain would go now, nothing recorded
+ *   topology  {}            -> {source, host_cpus, housekeeping_cpus, ledger, owners}
+ *
+ * This library is GIO and json-glib only: the hook links it and must start fast.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+/* Longest line either side accepts, newline included. */
+#define VP_PROTO_MAX_MESSAGE (1024 * 1024)
+
+#define VP_DEFAULT_SOCKET VP_RUNSTATEDIR "/vcpuplace/vcpuplaced.sock"
+#define VP_DEFAULT_CONFIG VP_SYSCONFDIR "/vcpuplace/vcpuplaced.conf"
+/* What the CLI waits for an answer; the hook uses its own, much shorter, bound. */
+#define VP_CLIENT_TIMEOUT_MS 10000
+
+#define VP_CLIENT_ERROR vpClientErrorQuark()
+GQuark vpClientErrorQuark(void);
+typedef enum {
+    VP_CLIENT_ERROR_UNREACHABLE, /* no daemon at the socket, or no answer in time */
+    VP_CLIENT_ERROR_PROTOCOL,    /* the answer is not a reply */
+    VP_CLIENT_ERROR_FAILED,      /* the daemon answered ok:false */
+    VP_CLIENT_ERROR_REFUSED,     /* the daemon answered ok:false, refused:true */
+} vpClientErrorCode;
+
+/* One line of compact JSON with its newline (caller frees). */
+char *vpProtoEncode(JsonNode *node, gsize *len);
+/* One line without its newline -> the object it holds; errors say what is wrong. */
+JsonObject *vpProtoDecodeObject(const char *line, gsize len, GError **error);
+
+JsonNode *vpProtoReplyOk(JsonObject **object);
+JsonNode *vpProtoReplyError(const char *message, gboolean refused);
+
+/* A string member: NULL and an error naming the member when it is absent (required) or
+ * not a string; NULL without error when it is absent and optional. */
+const char *vpProtoGetString(JsonObject *obj, const char *member, gboolean required,
+                             GError **error);
+
+/* Sends req and waits at most timeout_ms for connect and reply together. Returns the
+ * reply when it says ok:true; otherwise NULL with VP_CLIENT_ERROR. */
+JsonNode *vpClientCallTimeout(const char *socket, JsonObject *req, int timeout_ms, GError **error);
+JsonNode *vpClientCall(const char *socket, JsonObject *req, GError **error);

@@ -1,0 +1,372 @@
+/*
+ * Socket server. Each connection owns a read buffer bounded by VP_PROTO_MAX_MESSAGE and a
+ * queue of replies written one at a time; a reply's after-work runs from the write's
+ * completion, so it can never run while the peer still waits for that reply. Connections
+ * are reference counted because their async reads and writes outlive a close.
+ */
+#include "daemon/server.h"
+#include "daemon/proto.h"
+
+#include <errno.h>
+#include <gio/gunixsocketaddress.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A root peer can open many connections; beyond this each new one is answered and closed. */
+#define VP_SERVER_MAX_CLIENTS 128
+#define VP_SERVER_READ_CHUNK 65536
+
+struct _vpServer {
+    char *path;
+    GSocketService *service;
+    vpServerHandleFunc handle;
+    gpointer user_data;
+    GList *clients;
+};
+
+typedef struct {
+    char *line;
+    gsize len;
+    vpServerAfter after;
+} vpReply;
+
+typedef struct {
+    gint ref;
+    vpServer *srv; /* NULL once the server is gone */
+    GSocketConnection *conn;
+    GCancellable *cancel;
+    GByteArray *buf;
+    guint8 chunk[VP_SERVER_READ_CHUNK];
+    GQueue replies;
+    vpReply *inflight; /* being written: its buffer must outlive a close */
+    gboolean closing;  /* stop reading; close once the replies are out */
+    gboolean closed;
+    char *peer; /* "pid 123 uid 0" for log lines */
+} vpClient;
+
+static void clientRead(vpClient *c);
+static void clientFlush(vpClient *c);
+
+static void
+replyFree(vpReply *r, gboolean run_after)
+{
+    if (run_after && r->after.func)
+        r->after.func(r->after.data);
+    if (r->after.destroy)
+        r->after.destroy(r->after.data);
+    g_free(r->line);
+    g_free(r);
+}
+
+static vpClient *
+clientRef(vpClient *c)
+{
+    g_atomic_int_inc(&c->ref);
+    return c;
+}
+
+static void
+clientUnref(vpClient *c)
+{
+    if (!g_atomic_int_dec_and_test(&c->ref))
+        return;
+    vpReply *r;
+    while ((r = g_queue_pop_head(&c->replies)))
+        replyFree(r, FALSE);
+    g_object_unref(c->conn);
+    g_object_unref(c->cancel);
+    g_byte_array_unref(c->buf);
+    g_free(c->peer);
+    g_free(c);
+}
+
+static void
+clientClose(vpClient *c)
+{
+    if (c->closed)
+        return;
+    c->closed = TRUE;
+    g_cancellable_cancel(c->cancel);
+    g_io_stream_close(G_IO_STREAM(c->conn), NULL, NULL);
+    if (c->srv)
+        c->srv->clients = g_list_remove(c->srv->clients, c);
+    /* After-work of replies never written still runs: the peer is gone, the work is not. */
+    vpReply *r;
+    while ((r = g_queue_pop_head(&c->replies)))
+        replyFree(r, c->srv != NULL);
+    clientUnref(c);
+}
+
+static void
+clientQueue(vpClient *c, JsonNode *reply, vpServerAfter *after)
+{
+    vpReply *r = g_new0(vpReply, 1);
+    r->line = vpProtoEncode(reply, &r->len);
+    if (after)
+        r->after = *after;
+    json_node_unref(reply);
+    g_queue_push_tail(&c->replies, r);
+    clientFlush(c);
+}
+
+static void
+writeDone(GObject *source, GAsyncResult *res, gpointer data)
+{
+    vpClient *c = data;
+    g_autoptr(GError) err = NULL;
+    gboolean ok = g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), res, NULL, &err);
+    replyFree(g_steal_pointer(&c->inflight), c->srv != NULL);
+    if (!c->closed) {
+        if (!ok) {
+            g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
+                             "client %s: write failed: %s", c->peer, err->message);
+            clientClose(c);
+        } else {
+            clientFlush(c);
+        }
+    }
+    clientUnref(c);
+}
+
+static void
+clientFlush(vpClient *c)
+{
+    if (c->closed || c->inflight)
+        return;
+    vpReply *r = g_queue_pop_head(&c->replies);
+    if (!r) {
+        if (c->closing)
+            clientClose(c);
+        return;
+    }
+    c->inflight = r;
+    GOutputStream *out = g_io_stream_get_output_stream(G_IO_STREAM(c->conn));
+    g_output_stream_write_all_async(out, r->line, r->len, G_PRIORITY_DEFAULT, c->cancel, writeDone,
+                                    clientRef(c));
+}
+
+static void
+clientHandleLine(vpClient *c, const char *line, gsize len)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonObject) req = vpProtoDecodeObject(line, len, &err);
+    if (!req) {
+        clientQueue(c, vpProtoReplyError(err->message, FALSE), NULL);
+        return;
+    }
+    vpServerAfter after = {0};
+    JsonNode *reply = c->srv->handle(req, &after, c->srv->user_data);
+    clientQueue(c, reply, &after);
+}
+
+/* Handles every complete line in the buffer; FALSE once the connection must stop reading. */
+static gboolean
+clientConsume(vpClient *c)
+{
+    gsize start = 0;
+    while (!c->closed && c->srv) {
+        guint8 *nl = memchr(c->buf->data + start, '\n', c->buf->len - start);
+        if (!nl)
+            break;
+        gsize len = nl - (c->buf->data + start);
+        clientHandleLine(c, (const char *)c->buf->data + start, len);
+        start += len + 1;
+    }
+    g_byte_array_remove_range(c->buf, 0, start);
+    if (c->buf->len >= VP_PROTO_MAX_MESSAGE) {
+        g_autofree char *msg = g_strdup_printf(
+            "message exceeds %d bytes without a newline; closing", VP_PROTO_MAX_MESSAGE);
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE", "client %s: %s", c->peer,
+                         msg);
+        c->closing = TRUE;
+        clientQueue(c, vpProtoReplyError(msg, FALSE), NULL);
+        return FALSE;
+    }
+    return !c->closed && c->srv;
+}
+
+static void
+readDone(GObject *source, GAsyncResult *res, gpointer data)
+{
+    vpClient *c = data;
+    g_autoptr(GError) err = NULL;
+    gssize n = g_input_stream_read_finish(G_INPUT_STREAM(source), res, &err);
+    if (c->closed) {
+        clientUnref(c);
+        return;
+    }
+    if (n < 0) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE", "client %s: read failed: %s",
+                         c->peer, err->message);
+        clientClose(c);
+    } else if (n == 0) {
+        /* A trailing line without newline is still a message: a client may half-close. */
+        if (c->buf->len > 0 && c->srv) {
+            g_byte_array_append(c->buf, (const guint8 *)"\n", 1);
+            clientConsume(c);
+        }
+        c->closing = TRUE;
+        clientFlush(c);
+    } else {
+        g_byte_array_append(c->buf, c->chunk, n);
+        if (clientConsume(c))
+            clientRead(c);
+    }
+    clientUnref(c);
+}
+
+static void
+clientRead(vpClient *c)
+{
+    GInputStream *in = g_io_stream_get_input_stream(G_IO_STREAM(c->conn));
+    g_input_stream_read_async(in, c->chunk, sizeof(c->chunk), G_PRIORITY_DEFAULT, c->cancel,
+                              readDone, clientRef(c));
+}
+
+static gboolean
+onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
+{
+    vpServer *srv = data;
+    vpClient *c = g_new0(vpClient, 1);
+    c->ref = 1;
+    c->srv = srv;
+    c->conn = g_object_ref(conn);
+    c->cancel = g_cancellable_new();
+    c->buf = g_byte_array_new();
+    g_queue_init(&c->replies);
+    srv->clients = g_list_prepend(srv->clients, c);
+
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GCredentials) cred =
+        g_socket_get_credentials(g_socket_connection_get_socket(conn), &err);
+    uid_t uid = cred ? g_credentials_get_unix_user(cred, NULL) : (uid_t)-1;
+    pid_t pid = cred ? g_credentials_get_unix_pid(cred, NULL) : -1;
+    c->peer = g_strdup_printf("pid %d uid %d", (int)pid, (int)uid);
+
+    if (!cred || uid != 0) {
+        g_autofree char *msg =
+            cred ? g_strdup_printf("permission denied: peer uid %d is not root; vcpuplaced "
+                                   "answers root only",
+                                   (int)uid)
+                 : g_strdup_printf("permission denied: peer credentials unavailable: %s",
+                                   err->message);
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE", "client %s: %s", c->peer,
+                         msg);
+        c->closing = TRUE;
+        clientQueue(c, vpProtoReplyError(msg, FALSE), NULL);
+        return TRUE;
+    }
+    if (g_list_length(srv->clients) > VP_SERVER_MAX_CLIENTS) {
+        c->closing = TRUE;
+        clientQueue(c, vpProtoReplyError("too many connections to vcpuplaced; try again", FALSE),
+                    NULL);
+        return TRUE;
+    }
+    clientRead(c);
+    return TRUE;
+}
+
+/* A socket file at path: replaced when nobody listens, an error when a daemon does. */
+static gboolean
+clearStale(const char *path, GError **error)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return TRUE;
+    if (!S_ISSOCK(st.st_mode)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                    "socket path %s exists and is not a socket", path);
+        return FALSE;
+    }
+    g_autoptr(GSocket) probe =
+        g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, NULL);
+    g_autoptr(GSocketAddress) addr = g_unix_socket_address_new(path);
+    if (probe && g_socket_connect(probe, addr, NULL, NULL)) {
+        g_set_error(error, G_IO_ERROR, G_IO_ERROR_ADDRESS_IN_USE,
+                    "socket %s: another vcpuplaced is listening", path);
+        return FALSE;
+    }
+    if (g_unlink(path) < 0 && errno != ENOENT) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+                    "cannot remove stale socket %s: %s", path, g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+vpServer *
+vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    if (g_mkdir_with_parents(dir, 0755) < 0) {
+        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+                    "cannot create socket directory %s: %s", dir, g_strerror(errno));
+        return NULL;
+    }
+    if (!clearStale(path, error))
+        return NULL;
+
+    g_autoptr(GSocket) sock =
+        g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, error);
+    if (!sock)
+        return NULL;
+    g_autoptr(GSocketAddress) addr = g_unix_socket_address_new(path);
+    /* The umask makes the socket 0600 from birth: no window where others may connect. */
+    mode_t old = umask(0177);
+    gboolean bound = g_socket_bind(sock, addr, FALSE, error);
+    umask(old);
+    if (!bound) {
+        g_prefix_error(error, "cannot bind %s: ", path);
+        return NULL;
+    }
+    if (g_chmod(path, 0600) < 0 || !g_socket_listen(sock, error)) {
+        if (error && !*error)
+            g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "chmod %s: %s", path,
+                        g_strerror(errno));
+        g_unlink(path);
+        return NULL;
+    }
+
+    vpServer *srv = g_new0(vpServer, 1);
+    srv->path = g_strdup(path);
+    srv->handle = handle;
+    srv->user_data = user_data;
+    srv->service = g_socket_service_new();
+    if (!g_socket_listener_add_socket(G_SOCKET_LISTENER(srv->service), sock, NULL, error)) {
+        g_unlink(path);
+        g_object_unref(srv->service);
+        g_free(srv->path);
+        g_free(srv);
+        return NULL;
+    }
+    g_signal_connect(srv->service, "incoming", G_CALLBACK(onIncoming), srv);
+    g_socket_service_start(srv->service);
+    return srv;
+}
+
+void
+vpServerFree(vpServer *srv)
+{
+    if (!srv)
+        return;
+    g_socket_service_stop(srv->service);
+    g_socket_listener_close(G_SOCKET_LISTENER(srv->service));
+    g_signal_handlers_disconnect_by_data(srv->service, srv);
+    g_object_unref(srv->service);
+    while (srv->clients) {
+        vpClient *c = srv->clients->data;
+        srv->clients = g_list_delete_link(srv->clients, srv->clients);
+        c->srv = NULL;
+        clientClose(c);
+    }
+    g_unlink(srv->path);
+    g_free(srv->path);
+    g_free(srv);
+}
+
+guint
+vpServerNClients(const vpServer *srv)
+{
+    return g_list_length(srv->clients);
+}
