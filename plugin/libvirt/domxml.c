@@ -1,0 +1,750 @@
+/*
+ * Domain XML -> vpRequest.
+ *
+ * The XML comes from the hook's stdin, from libvirt, or from a file an operator names, and
+ * is treated as hostile. A domain document never needs a DTD, so any DOCTYPE is refused
+ * as soon as the parser meets it, before an internal subset could declare an entity, and
+ * the parser runs without entity substitution, DTD loading or network access. Only the
+ * elements placement needs are read; each is checked the way libvirt checks it, so a
+ * document libvirt would refuse is refused here with the element, attribute and value.
+ */
+#include "libvirt/domxml.h"
+
+#include "core/topology.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <string.h>
+#include <unistd.h>
+
+#define VP_DOMXML_MAX_VCPUS 4096
+/* libvirt's VIR_DOMAIN_CPUMASK_LEN: a cpuset naming a higher CPU is refused there too. */
+#define VP_DOMXML_MAX_CPU 16383
+#define VP_DOMXML_MAX_NAME 1024
+/* Values quoted in messages are cut here: the document may be megabytes of one attribute. */
+#define VP_DOMXML_MAX_SHOWN 64
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlDoc, xmlFreeDoc)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlParserCtxt, xmlFreeParserCtxt)
+
+/* A value fit for an error message: cut short, control characters replaced. */
+static char *
+vpDomXMLShow(const char *value)
+{
+    GString *s = g_string_new(NULL);
+    const char *p;
+
+    for (p = value; *p && s->len < VP_DOMXML_MAX_SHOWN; p++)
+        g_string_append_c(s, g_ascii_iscntrl(*p) ? '?' : *p);
+    if (*p)
+        g_string_append(s, "...");
+    return g_string_free(s, FALSE);
+}
+
+typedef struct {
+    bool doctype;
+} vpDomXMLState;
+
+/* SAX hooks for everything a DTD can bring: each stops the parse on the spot. */
+static void
+vpDomXMLRefuse(void *ctx)
+{
+    xmlParserCtxtPtr ctxt = ctx;
+    vpDomXMLState *state = ctxt->_private;
+
+    state->doctype = true;
+    xmlStopParser(ctxt);
+}
+
+static void
+vpDomXMLOnSubset(void *ctx, const xmlChar *name, const xmlChar *external_id,
+                 const xmlChar *system_id)
+{
+    vpDomXMLRefuse(ctx);
+}
+
+static void
+vpDomXMLOnEntityDecl(void *ctx, const xmlChar *name, int type, const xmlChar *public_id,
+                     const xmlChar *system_id, xmlChar *content)
+{
+    vpDomXMLRefuse(ctx);
+}
+
+static xmlParserInputPtr
+vpDomXMLOnResolveEntity(void *ctx, const xmlChar *public_id, const xmlChar *system_id)
+{
+    vpDomXMLRefuse(ctx);
+    return NULL;
+}
+
+/* Parses a whole document; what names it in messages ("domain XML", "policy XML"). */
+static xmlDocPtr
+vpDomXMLRead(const char *what, const char *xml, gsize len, GError **error)
+{
+    g_autoptr(xmlParserCtxt) ctxt = NULL;
+    g_autoptr(xmlDoc) doc = NULL;
+    vpDomXMLState state = {false};
+    const xmlError *err;
+
+    if (len > VP_DOMXML_MAX_BYTES) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "%s: %" G_GSIZE_FORMAT " bytes is more than the %d accepted", what, len,
+                    VP_DOMXML_MAX_BYTES);
+        return NULL;
+    }
+    if (!(ctxt = xmlNewParserCtxt())) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "%s: cannot create an XML parser", what);
+        return NULL;
+    }
+    ctxt->_private = &state;
+    ctxt->sax->internalSubset = vpDomXMLOnSubset;
+    ctxt->sax->externalSubset = vpDomXMLOnSubset;
+    ctxt->sax->entityDecl = vpDomXMLOnEntityDecl;
+    ctxt->sax->resolveEntity = vpDomXMLOnResolveEntity;
+
+    /* No XML_PARSE_NOENT, DTDLOAD, DTDATTR or HUGE: libxml2's default limits apply. */
+    doc = xmlCtxtReadMemory(ctxt, xml, (int)len, NULL, NULL,
+                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
+                                XML_PARSE_NOCDATA);
+    if (state.doctype || (doc && (doc->intSubset || doc->extSubset))) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: DOCTYPE is not accepted", what);
+        return NULL;
+    }
+    if (!doc || !ctxt->wellFormed) {
+        g_autofree char *msg = NULL;
+
+        err = xmlCtxtGetLastError(ctxt);
+        msg = g_strstrip(g_strdup(err && err->message ? err->message : "not well-formed"));
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: line %d: %s", what, err ? err->line : 0,
+                    msg);
+        return NULL;
+    }
+    if (!xmlDocGetRootElement(doc)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: no root element", what);
+        return NULL;
+    }
+    return g_steal_pointer(&doc);
+}
+
+static bool
+vpDomXMLIs(const xmlNode *node, const char *name)
+{
+    return node->type == XML_ELEMENT_NODE && !node->ns &&
+           strcmp((const char *)node->name, name) == 0;
+}
+
+/* The one child element called name (no namespace), NULL when absent; twice is an error. */
+static gboolean
+vpDomXMLChild(xmlNodePtr parent, const char *name, xmlNodePtr *out, GError **error)
+{
+    xmlNodePtr child;
+
+    *out = NULL;
+    for (child = parent->children; child; child = child->next) {
+        if (!vpDomXMLIs(child, name))
+            continue;
+        if (*out) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain XML: <%s> appears twice", name);
+            return FALSE;
+        }
+        *out = child;
+    }
+    return TRUE;
+}
+
+static char *
+vpDomXMLAttr(xmlNodePtr node, const char *name)
+{
+    xmlChar *v = xmlGetNoNsProp(node, (const xmlChar *)name);
+    char *ret = g_strdup((const char *)v);
+
+    xmlFree(v);
+    return ret;
+}
+
+static char *
+vpDomXMLText(xmlNodePtr node)
+{
+    xmlChar *v = xmlNodeGetContent(node);
+    char *ret = g_strdup(v ? (const char *)v : "");
+
+    xmlFree(v);
+    return g_strstrip(ret);
+}
+
+static gboolean
+vpDomXMLNumber(const char *text, unsigned min, unsigned max, unsigned *out)
+{
+    guint64 v;
+
+    /* libvirt allows blanks around numbers; g_ascii_string_to_unsigned does not. */
+    g_autofree char *copy = g_strstrip(g_strdup(text));
+
+    if (!g_ascii_string_to_unsigned(copy, 10, min, max, &v, NULL))
+        return FALSE;
+    *out = v;
+    return TRUE;
+}
+
+/* Optional numeric attribute: *out untouched when absent. */
+static gboolean
+vpDomXMLAttrNumber(xmlNodePtr node, const char *attr, unsigned min, unsigned max, unsigned *out,
+                   GError **error)
+{
+    g_autofree char *value = vpDomXMLAttr(node, attr);
+
+    if (!value || vpDomXMLNumber(value, min, max, out))
+        return TRUE;
+    {
+        g_autofree char *shown = vpDomXMLShow(value);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <%s %s='%s'> is not a whole number in %u..%u", node->name, attr,
+                    shown, min, max);
+    }
+    return FALSE;
+}
+
+static gboolean
+vpDomXMLTextNumber(xmlNodePtr node, unsigned min, unsigned max, unsigned *out, GError **error)
+{
+    g_autofree char *text = vpDomXMLText(node);
+    g_autofree char *shown = NULL;
+
+    if (vpDomXMLNumber(text, min, max, out))
+        return TRUE;
+    shown = vpDomXMLShow(text);
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                "domain XML: <%s>%s</%s> is not a whole number in %u..%u", node->name, shown,
+                node->name, min, max);
+    return FALSE;
+}
+
+static bool
+vpDomXMLCpusetNumber(const char **p, unsigned *out)
+{
+    guint64 v = 0;
+
+    if (!g_ascii_isdigit(**p))
+        return false;
+    for (; g_ascii_isdigit(**p); (*p)++) {
+        v = v * 10 + (**p - '0');
+        if (v > VP_DOMXML_MAX_CPU)
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+static hwloc_bitmap_t
+vpDomXMLBadCpuset(const char *where, const char *text, GError **error)
+{
+    g_autofree char *shown = vpDomXMLShow(text);
+
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                "domain XML: %s cpuset='%s' is not a CPU set of 0..%d (e.g. 0-7,^3)", where, shown,
+                VP_DOMXML_MAX_CPU);
+    return NULL;
+}
+
+/* libvirt's cpuset syntax: "N", "N-M" and "^N" items, comma separated, applied in order,
+ * blanks allowed around items ("0-7,^3" is 0-2,4-7). The result must not be empty. */
+static hwloc_bitmap_t
+vpDomXMLCpuset(const char *where, const char *text, GError **error)
+{
+    g_autoptr(vpBitmap) set = hwloc_bitmap_alloc();
+    const char *p = text;
+
+    while (g_ascii_isspace(*p))
+        p++;
+    if (!*p)
+        goto bad;
+    while (*p) {
+        bool neg = false;
+        unsigned start, end;
+
+        if (*p == '^') {
+            neg = true;
+            p++;
+        }
+        if (!vpDomXMLCpusetNumber(&p, &start))
+            goto bad;
+        while (g_ascii_isspace(*p))
+            p++;
+        if (*p == '-') {
+            if (neg)
+                goto bad;
+            p++;
+            while (g_ascii_isspace(*p))
+                p++;
+            if (!vpDomXMLCpusetNumber(&p, &end) || end < start)
+                goto bad;
+            hwloc_bitmap_set_range(set, start, end);
+            while (g_ascii_isspace(*p))
+                p++;
+        } else if (neg) {
+            hwloc_bitmap_clr(set, start);
+        } else {
+            hwloc_bitmap_set(set, start);
+        }
+        if (*p == ',') {
+            p++;
+            while (g_ascii_isspace(*p))
+                p++;
+        } else if (*p) {
+            goto bad;
+        }
+    }
+    if (hwloc_bitmap_iszero(set)) {
+        g_autofree char *shown = vpDomXMLShow(text);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain XML: %s cpuset='%s' selects no CPU",
+                    where, shown);
+        return NULL;
+    }
+    return g_steal_pointer(&set);
+
+bad:
+    return vpDomXMLBadCpuset(where, text, error);
+}
+
+/* What libvirt lets a domain be called, and what our ledger and messages can carry. */
+static bool
+vpDomXMLValidName(const char *name)
+{
+    const char *p;
+
+    if (!*name || strlen(name) > VP_DOMXML_MAX_NAME)
+        return false;
+    for (p = name; *p; p++) {
+        if (*p == '/' || g_ascii_iscntrl(*p))
+            return false;
+    }
+    return true;
+}
+
+static gboolean
+vpDomXMLParseName(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    xmlNodePtr node;
+    g_autofree char *name = NULL;
+    g_autofree char *shown = NULL;
+
+    if (!vpDomXMLChild(root, "name", &node, error))
+        return FALSE;
+    if (!node) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain XML: <name> is missing");
+        return FALSE;
+    }
+    name = vpDomXMLText(node);
+    shown = vpDomXMLShow(name);
+    if (!vpDomXMLValidName(name)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <name>%s</name> is not a domain name (1..%d bytes, no '/', no "
+                    "control characters)",
+                    shown, VP_DOMXML_MAX_NAME);
+        return FALSE;
+    }
+    g_free(req->name);
+    req->name = g_steal_pointer(&name);
+    return TRUE;
+}
+
+/* libvirt accepts 32 hex digits with '-' anywhere between them; keep the canonical form. */
+static gboolean
+vpDomXMLParseUUID(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    g_autoptr(GString) hex = g_string_new(NULL);
+    g_autofree char *text = NULL;
+    xmlNodePtr node;
+    const char *p;
+
+    if (!vpDomXMLChild(root, "uuid", &node, error))
+        return FALSE;
+    if (!node)
+        return TRUE;
+    text = vpDomXMLText(node);
+    for (p = text; *p && hex->len <= 32; p++) {
+        if (g_ascii_isxdigit(*p))
+            g_string_append_c(hex, g_ascii_tolower(*p));
+        else if (*p != '-' || hex->len == 0)
+            break;
+    }
+    if (*p || hex->len != 32 || p[-1] == '-') {
+        g_autofree char *shown = vpDomXMLShow(text);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <uuid>%s</uuid> is not a UUID (32 hex digits)", shown);
+        return FALSE;
+    }
+    req->uuid = g_strdup_printf("%.8s-%.4s-%.4s-%.4s-%.12s", hex->str, hex->str + 8, hex->str + 12,
+                                hex->str + 16, hex->str + 20);
+    return TRUE;
+}
+
+/* <vcpu placement= cpuset= current=>N</vcpu>; *cpuset gets the default pin set, if any. */
+static gboolean
+vpDomXMLParseVcpu(xmlNodePtr root, unsigned *max, unsigned *current, hwloc_bitmap_t *cpuset,
+                  GError **error)
+{
+    g_autofree char *placement = NULL;
+    g_autofree char *mask = NULL;
+    xmlNodePtr node;
+
+    *max = *current = 1;
+    if (!vpDomXMLChild(root, "vcpu", &node, error))
+        return FALSE;
+    if (!node)
+        return TRUE;
+    if (!vpDomXMLTextNumber(node, 1, VP_DOMXML_MAX_VCPUS, max, error))
+        return FALSE;
+    *current = *max;
+    if (!vpDomXMLAttrNumber(node, "current", 1, *max, current, error))
+        return FALSE;
+    placement = vpDomXMLAttr(node, "placement");
+    if (placement && strcmp(placement, "static") != 0 && strcmp(placement, "auto") != 0) {
+        g_autofree char *shown = vpDomXMLShow(placement);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <vcpu placement='%s'> is not one of static, auto", shown);
+        return FALSE;
+    }
+    mask = vpDomXMLAttr(node, "cpuset");
+    if (mask && !(*cpuset = vpDomXMLCpuset("<vcpu>", mask, error)))
+        return FALSE;
+    return TRUE;
+}
+
+static gboolean
+vpDomXMLParseTopology(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    static const char *const required[] = {"sockets", "cores", "threads"};
+    xmlNodePtr cpu, topo;
+    guint64 product;
+    size_t i;
+
+    if (!vpDomXMLChild(root, "cpu", &cpu, error))
+        return FALSE;
+    if (!cpu)
+        return TRUE;
+    if (!vpDomXMLChild(cpu, "topology", &topo, error))
+        return FALSE;
+    if (!topo)
+        return TRUE;
+    for (i = 0; i < G_N_ELEMENTS(required); i++) {
+        if (!xmlHasProp(topo, (const xmlChar *)required[i])) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <topology> lacks the %s attribute", required[i]);
+            return FALSE;
+        }
+    }
+    req->dies = req->clusters = 1;
+    if (!vpDomXMLAttrNumber(topo, "sockets", 1, VP_DOMXML_MAX_VCPUS, &req->sockets, error) ||
+        !vpDomXMLAttrNumber(topo, "dies", 1, VP_DOMXML_MAX_VCPUS, &req->dies, error) ||
+        !vpDomXMLAttrNumber(topo, "clusters", 1, VP_DOMXML_MAX_VCPUS, &req->clusters, error) ||
+        !vpDomXMLAttrNumber(topo, "cores", 1, VP_DOMXML_MAX_VCPUS, &req->cores, error) ||
+        !vpDomXMLAttrNumber(topo, "threads", 1, VP_DOMXML_MAX_VCPUS, &req->threads, error))
+        return FALSE;
+    product = (guint64)req->sockets * req->dies * req->clusters * req->cores * req->threads;
+    if (product != req->max_vcpus) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <topology> sockets=%u dies=%u clusters=%u cores=%u threads=%u "
+                    "gives %" G_GUINT64_FORMAT " vCPUs, but <vcpu> is %u",
+                    req->sockets, req->dies, req->clusters, req->cores, req->threads, product,
+                    req->max_vcpus);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+vpDomXMLParseCputune(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    xmlNodePtr tune, node;
+
+    if (!vpDomXMLChild(root, "cputune", &tune, error))
+        return FALSE;
+    if (!tune)
+        return TRUE;
+    for (node = tune->children; node; node = node->next) {
+        g_autofree char *mask = NULL;
+        g_autofree char *where = NULL;
+        unsigned vcpu = 0;
+
+        if (vpDomXMLIs(node, "vcpupin")) {
+            if (!xmlHasProp(node, (const xmlChar *)"vcpu")) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "domain XML: <vcpupin> lacks the vcpu attribute");
+                return FALSE;
+            }
+            if (!vpDomXMLAttrNumber(node, "vcpu", 0, req->max_vcpus - 1, &vcpu, error))
+                return FALSE;
+            if (req->pins[vcpu]) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "domain XML: <vcpupin vcpu='%u'> appears twice", vcpu);
+                return FALSE;
+            }
+            where = g_strdup_printf("<vcpupin vcpu='%u'>", vcpu);
+        } else if (vpDomXMLIs(node, "emulatorpin")) {
+            if (req->emulator_pin) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "domain XML: <emulatorpin> appears twice");
+                return FALSE;
+            }
+            where = g_strdup("<emulatorpin>");
+        } else {
+            continue;
+        }
+        if (!(mask = vpDomXMLAttr(node, "cpuset"))) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: %s lacks the cpuset attribute", where);
+            return FALSE;
+        }
+        if (vpDomXMLIs(node, "vcpupin")) {
+            if (!(req->pins[vcpu] = vpDomXMLCpuset(where, mask, error)))
+                return FALSE;
+            req->has_pins = true;
+        } else if (!(req->emulator_pin = vpDomXMLCpuset(where, mask, error))) {
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+vpDomXMLParseIOThreads(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    xmlNodePtr node;
+
+    if (!vpDomXMLChild(root, "iothreads", &node, error))
+        return FALSE;
+    if (!node)
+        return TRUE;
+    return vpDomXMLTextNumber(node, 0, VP_DOMXML_MAX_VCPUS, &req->iothreads, error);
+}
+
+static bool
+vpDomXMLIsPolicy(const xmlNode *node)
+{
+    return node->type == XML_ELEMENT_NODE && node->ns && node->ns->href &&
+           strcmp((const char *)node->ns->href, VP_XML_NS) == 0 &&
+           strcmp((const char *)node->name, VP_XML_ELEMENT) == 0;
+}
+
+/* Applies the policy element's attributes over *policy; unknown attributes, attributes in
+ * a namespace and child elements are errors (a typo must not pass for a default). */
+static gboolean
+vpDomXMLApplyPolicy(xmlNodePtr node, vpPolicy *policy, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    vpPolicy parsed = {0};
+    xmlAttrPtr attr;
+    xmlNodePtr child;
+
+    for (child = node->children; child; child = child->next) {
+        if (child->type == XML_ELEMENT_NODE) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "policy element: unexpected child element <%s>", child->name);
+            return FALSE;
+        }
+    }
+    vpPolicyCopy(&parsed, policy);
+    for (attr = node->properties; attr; attr = attr->next) {
+        xmlChar *raw = xmlNodeListGetString(node->doc, attr->children, 1);
+        g_autofree char *value = g_strdup(raw ? (const char *)raw : "");
+        g_autofree char *shown = vpDomXMLShow(value);
+
+        xmlFree(raw);
+        if (attr->ns) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "policy element: attribute %s:%s must not have a namespace",
+                        attr->ns->prefix ? (const char *)attr->ns->prefix : "", attr->name);
+            vpPolicyClear(&parsed);
+            return FALSE;
+        }
+        if (!vpPolicySetAttr(&parsed, (const char *)attr->name, value, &local)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "policy element: %s", local->message);
+            vpPolicyClear(&parsed);
+            return FALSE;
+        }
+    }
+    vpPolicyClear(policy);
+    *policy = parsed;
+    return TRUE;
+}
+
+static gboolean
+vpDomXMLParseMetadata(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    xmlNodePtr meta, node, found = NULL;
+
+    if (!vpDomXMLChild(root, "metadata", &meta, error))
+        return FALSE;
+    if (!meta)
+        return TRUE;
+    for (node = meta->children; node; node = node->next) {
+        if (!vpDomXMLIsPolicy(node))
+            continue;
+        if (found) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <metadata> holds two policy elements of %s", VP_XML_NS);
+            return FALSE;
+        }
+        found = node;
+    }
+    if (!found)
+        return TRUE;
+    req->has_policy = true;
+    return vpDomXMLApplyPolicy(found, &req->policy, error);
+}
+
+static vpRequest *
+vpDomXMLBuild(xmlNodePtr root, const vpPolicy *defaults, GError **error)
+{
+    g_autoptr(vpRequest) req = NULL;
+    g_autoptr(vpBitmap) cpuset = NULL;
+    unsigned max, current, i;
+
+    if (!vpDomXMLIs(root, "domain")) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: the root element is <%s%s%s>, not <domain>",
+                    root->ns && root->ns->prefix ? (const char *)root->ns->prefix : "",
+                    root->ns && root->ns->prefix ? ":" : "", root->name);
+        return NULL;
+    }
+    if (!vpDomXMLParseVcpu(root, &max, &current, &cpuset, error))
+        return NULL;
+
+    /* pins has an entry per possible vCPU, hotpluggable ones included. */
+    req = vpRequestNew(NULL, max);
+    req->vcpus = current;
+    if (defaults)
+        vpPolicyCopy(&req->policy, defaults);
+
+    /* libvirt applies <vcpu cpuset> to every vCPU without a <vcpupin>, and to the
+     * emulator without an <emulatorpin>: these are pins the domain already has. */
+    if (!vpDomXMLParseName(root, req, error) || !vpDomXMLParseUUID(root, req, error) ||
+        !vpDomXMLParseTopology(root, req, error) || !vpDomXMLParseCputune(root, req, error) ||
+        !vpDomXMLParseIOThreads(root, req, error) || !vpDomXMLParseMetadata(root, req, error))
+        return NULL;
+    if (cpuset) {
+        for (i = 0; i < req->max_vcpus; i++) {
+            if (!req->pins[i])
+                req->pins[i] = hwloc_bitmap_dup(cpuset);
+        }
+        req->has_pins = true;
+        if (!req->emulator_pin)
+            req->emulator_pin = hwloc_bitmap_dup(cpuset);
+    }
+    return g_steal_pointer(&req);
+}
+
+vpRequest *
+vpDomXMLParse(const char *xml, gsize len, const vpPolicy *defaults, GError **error)
+{
+    g_autoptr(xmlDoc) doc = vpDomXMLRead("domain XML", xml, len, error);
+
+    if (!doc)
+        return NULL;
+    return vpDomXMLBuild(xmlDocGetRootElement(doc), defaults, error);
+}
+
+vpRequest *
+vpDomXMLParseFile(const char *path, const vpPolicy *defaults, GError **error)
+{
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    g_autoptr(GError) local = NULL;
+    vpRequest *req;
+    guint8 chunk[65536];
+    int fd;
+
+    /* Read with a bound rather than g_file_get_contents(): the path may be a pipe or a
+     * device that never ends. */
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "%s: %s", path, g_strerror(errno));
+        return NULL;
+    }
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int err = errno;
+
+            close(fd);
+            g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "%s: %s", path, g_strerror(err));
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        g_byte_array_append(buf, chunk, n);
+        if (buf->len > VP_DOMXML_MAX_BYTES) {
+            close(fd);
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: more than the %d bytes accepted for domain XML", path,
+                        VP_DOMXML_MAX_BYTES);
+            return NULL;
+        }
+    }
+    close(fd);
+    if (!(req = vpDomXMLParse((const char *)buf->data, buf->len, defaults, &local))) {
+        g_set_error(error, VP_ERROR, local->code, "%s: %s", path, local->message);
+        return NULL;
+    }
+    return req;
+}
+
+/* virDomainGetMetadata (and so `virsh metadata`) hands the element back with its
+ * namespace stripped; the caller asked for it by our URI, so no namespace means ours. */
+gboolean
+vpDomXMLParsePolicy(const char *xml, gsize len, vpPolicy *policy, GError **error)
+{
+    g_autoptr(xmlDoc) doc = vpDomXMLRead("policy XML", xml, len, error);
+    xmlNodePtr root;
+
+    if (!doc)
+        return FALSE;
+    root = xmlDocGetRootElement(doc);
+    if (!vpDomXMLIsPolicy(root) && !vpDomXMLIs(root, VP_XML_ELEMENT)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "policy XML: the root element is <%s> in namespace '%s', not <%s> in '%s' "
+                    "(or in none)",
+                    root->name, root->ns && root->ns->href ? (const char *)root->ns->href : "",
+                    VP_XML_ELEMENT, VP_XML_NS);
+        return FALSE;
+    }
+    return vpDomXMLApplyPolicy(root, policy, error);
+}
+
+/* Without a namespace: virDomainSetMetadata puts the element into the URI it is given,
+ * and libvirt 9.0 fails ("failed to create a new XML namespace") on an element that
+ * already declares one. */
+char *
+vpDomXMLFormatPolicy(const vpPolicy *policy)
+{
+    g_autoptr(xmlDoc) doc = xmlNewDoc((const xmlChar *)"1.0");
+    xmlNodePtr node = xmlNewDocNode(doc, NULL, (const xmlChar *)VP_XML_ELEMENT, NULL);
+    xmlBufferPtr buf = xmlBufferCreate();
+    char *ret;
+
+    xmlDocSetRootElement(doc, node);
+    xmlSetProp(node, (const xmlChar *)"smt", (const xmlChar *)vpSmtName(policy->smt));
+    if (policy->group)
+        xmlSetProp(node, (const xmlChar *)"group", (const xmlChar *)policy->group);
+    xmlSetProp(node, (const xmlChar *)"coresched",
+               (const xmlChar *)vpCoreschedName(policy->coresched));
+    xmlSetProp(node, (const xmlChar *)"locality",
+               (const xmlChar *)vpLocalityName(policy->locality));
+    xmlSetProp(node, (const xmlChar *)"emulator",
+               (const xmlChar *)vpEmulatorName(policy->emulator));
+    xmlSetProp(node, (const xmlChar *)"rebalance",
+               (const xmlChar *)vpRebalanceName(policy->rebalance));
+    xmlSetProp(node, (const xmlChar *)"unmet", (const xmlChar *)vpUnmetName(policy->unmet));
+    xmlNodeDump(buf, doc, node, 0, 0);
+    ret = g_strdup((const char *)xmlBufferContent(buf));
+    xmlBufferFree(buf);
+    return ret;
+}

@@ -13,7 +13,9 @@
 /* defaults: the daemon's policy defaults, used for attributes the metadata leaves out. */
 vpRequest *vpDomXMLParse(const char *xml, gsize len, const vpPolicy *defaults, GError **error);
 vpRequest *vpDomXMLParseFile(const char *path, const vpPolicy *defaults, GError **error);
-/* The policy element alone (the text `virsh metadata --key vcpuplace` prints). */
+/* The policy element alone: in our namespace, or in none as virDomainGetMetadata and
+ * `virsh metadata --uri ...` return it. Attributes it sets override *policy's. */
 gboolean vpDomXMLParsePolicy(const char *xml, gsize len, vpPolicy *policy, GError **error);
-/* Serializes a policy as the metadata element (for virDomainSetMetadata). */
+/* Serializes a policy as the metadata element for virDomainSetMetadata (with uri VP_XML_NS,
+ * key VP_XML_PREFIX): <policy .../> in no namespace, as libvirt requires. */
 char *vpDomXMLFormatPolicy(const vpPolicy *policy);

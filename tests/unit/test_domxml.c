@@ -1,0 +1,609 @@
+/*
+ * Domain XML -> request: the fields placement reads, libvirt's cpuset syntax, the policy
+ * element found by namespace URI whatever its prefix, and refusal of hostile or broken
+ * documents: a DOCTYPE is refused before anything it names is opened (checked with a
+ * FIFO that would give away a read), and every bad value is named in the message.
+ */
+#include "libvirt/domxml.h"
+
+#include "core/topology.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *
+fixture(const char *name)
+{
+    const char *top = g_getenv("VP_TOPDIR");
+    g_autofree char *here = g_path_get_dirname(__FILE__);
+
+    if (top)
+        return g_build_filename(top, "tests", "unit", "data", "domxml", name, NULL);
+    return g_build_filename(here, "data", "domxml", name, NULL);
+}
+
+static vpRequest *
+parseFixture(const char *name, const vpPolicy *defaults, GError **error)
+{
+    g_autofree char *path = fixture(name);
+
+    return vpDomXMLParseFile(path, defaults, error);
+}
+
+static vpRequest *
+parseText(const char *xml, GError **error)
+{
+    return vpDomXMLParse(xml, strlen(xml), NULL, error);
+}
+
+static char *
+setText(hwloc_const_bitmap_t set)
+{
+    return set ? vpCpuListFormat(set) : g_strdup("(none)");
+}
+
+START_TEST(test_basic)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = NULL;
+    vpPolicy defaults;
+
+    vpPolicyInitDefaults(&defaults);
+    defaults.coresched = VP_CORESCHED_GROUP;
+    defaults.emulator = VP_EMULATOR_VCPUS;
+    req = parseFixture("basic.xml", &defaults, &err);
+    vpPolicyClear(&defaults);
+    ck_assert_msg(req, "%s", err ? err->message : "");
+
+    ck_assert_str_eq(req->name, "web1");
+    ck_assert_str_eq(req->uuid, "c7a5fdbd-edaf-9455-926a-d65c16db1809");
+    ck_assert_uint_eq(req->max_vcpus, 8);
+    ck_assert_uint_eq(req->vcpus, 4);
+    ck_assert_uint_eq(req->sockets, 1);
+    ck_assert_uint_eq(req->dies, 1);
+    ck_assert_uint_eq(req->clusters, 1);
+    ck_assert_uint_eq(req->cores, 4);
+    ck_assert_uint_eq(req->threads, 2);
+    ck_assert_uint_eq(vpRequestGuestThreads(req), 2);
+    ck_assert_uint_eq(req->iothreads, 2);
+    ck_assert(!req->has_pins);
+    for (unsigned i = 0; i < req->max_vcpus; i++)
+        ck_assert_ptr_null(req->pins[i]);
+    ck_assert_ptr_null(req->emulator_pin);
+
+    /* Our namespace under another prefix counts; our prefix on another URI does not. */
+    ck_assert(req->has_policy);
+    ck_assert_int_eq(req->policy.smt, VP_SMT_ISOLATE);
+    ck_assert_str_eq(req->policy.group, "blue");
+    ck_assert_int_eq(req->policy.locality, VP_LOCALITY_NUMA);
+    ck_assert_int_eq(req->policy.unmet, VP_UNMET_DEGRADE);
+    /* Left out by the domain: the daemon's defaults. */
+    ck_assert_int_eq(req->policy.coresched, VP_CORESCHED_GROUP);
+    ck_assert_int_eq(req->policy.emulator, VP_EMULATOR_VCPUS);
+    ck_assert_int_eq(req->policy.rebalance, VP_REBALANCE_AUTO);
+}
+END_TEST
+
+START_TEST(test_minimal)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseFixture("minimal.xml", NULL, &err);
+
+    ck_assert_msg(req, "%s", err ? err->message : "");
+    ck_assert_str_eq(req->name, "tiny");
+    ck_assert_ptr_null(req->uuid);
+    /* libvirt's default when <vcpu> is absent. */
+    ck_assert_uint_eq(req->vcpus, 1);
+    ck_assert_uint_eq(req->max_vcpus, 1);
+    ck_assert_uint_eq(req->sockets, 0);
+    ck_assert_uint_eq(req->threads, 0);
+    ck_assert_uint_eq(vpRequestGuestThreads(req), 1);
+    ck_assert(!req->has_policy);
+    ck_assert_int_eq(req->policy.smt, VP_SMT_SPREAD);
+    ck_assert_ptr_null(req->policy.group);
+}
+END_TEST
+
+START_TEST(test_pins)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseFixture("pinned.xml", NULL, &err);
+    g_autofree char *p0 = NULL;
+    g_autofree char *p2 = NULL;
+    g_autofree char *emu = NULL;
+
+    ck_assert_msg(req, "%s", err ? err->message : "");
+    ck_assert_str_eq(req->uuid, "c7a5fdbd-edaf-9455-926a-d65c16db1809");
+    ck_assert(req->has_pins);
+    p0 = setText(req->pins[0]);
+    p2 = setText(req->pins[2]);
+    emu = setText(req->emulator_pin);
+    ck_assert_str_eq(p0, "0-2,4-7");
+    ck_assert_ptr_null(req->pins[1]);
+    ck_assert_str_eq(p2, "5");
+    ck_assert_ptr_null(req->pins[3]);
+    /* Items apply in order: "^0,0-1" clears 0, then sets 0 and 1. */
+    ck_assert_str_eq(emu, "0-1");
+}
+END_TEST
+
+/* <vcpu cpuset> is libvirt's default pin for every vCPU without <vcpupin> and for the
+ * emulator without <emulatorpin>. */
+START_TEST(test_vcpu_cpuset)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseFixture("cpuset.xml", NULL, &err);
+    g_autofree char *p0 = NULL;
+    g_autofree char *p1 = NULL;
+    g_autofree char *emu = NULL;
+
+    ck_assert_msg(req, "%s", err ? err->message : "");
+    ck_assert(req->has_pins);
+    p0 = setText(req->pins[0]);
+    p1 = setText(req->pins[1]);
+    emu = setText(req->emulator_pin);
+    ck_assert_str_eq(p0, "2-3,5");
+    ck_assert_str_eq(p1, "7");
+    ck_assert_str_eq(emu, "2-3,5");
+}
+END_TEST
+
+/* libvirt's own rendering of a domain whose policy was set with `virsh metadata`. */
+START_TEST(test_libvirt_output)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseFixture("libvirt-test-driver.xml", NULL, &err);
+
+    ck_assert_msg(req, "%s", err ? err->message : "");
+    ck_assert_str_eq(req->name, "test");
+    ck_assert_str_eq(req->uuid, "6695eb01-f6a4-8304-79aa-97f2502e193f");
+    ck_assert_uint_eq(req->vcpus, 2);
+    ck_assert(req->has_policy);
+    ck_assert_int_eq(req->policy.smt, VP_SMT_PACK);
+    ck_assert_str_eq(req->policy.group, "g1");
+    ck_assert_int_eq(req->policy.emulator, VP_EMULATOR_DEDICATED);
+}
+END_TEST
+
+START_TEST(test_escapes)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req =
+        parseText("<domain><name>a&amp;b&#x41;</name><vcpu>\n  2\n</vcpu></domain>", &err);
+
+    /* Predefined and character references are plain XML, not DTD entities. */
+    ck_assert_msg(req, "%s", err ? err->message : "");
+    ck_assert_str_eq(req->name, "a&bA");
+    ck_assert_uint_eq(req->vcpus, 2);
+}
+END_TEST
+
+#define D(body) "<domain type='kvm'><name>x</name>" body "</domain>"
+
+static const struct {
+    const char *xml;
+    const char *message;
+} bad[] = {
+    {"<domain><vcpu>1</vcpu></domain>", "domain XML: <name> is missing"},
+    {"<domain><name></name></domain>",
+     "domain XML: <name></name> is not a domain name (1..1024 bytes, no '/', no control "
+     "characters)"},
+    {"<domain><name>a/b</name></domain>",
+     "domain XML: <name>a/b</name> is not a domain name (1..1024 bytes, no '/', no control "
+     "characters)"},
+    {"<domain><name>a&#x9;b</name></domain>",
+     "domain XML: <name>a?b</name> is not a domain name (1..1024 bytes, no '/', no control "
+     "characters)"},
+    {"<domain><name>x</name><name>y</name></domain>", "domain XML: <name> appears twice"},
+    {"<domainx><name>x</name></domainx>",
+     "domain XML: the root element is <domainx>, not <domain>"},
+    {"<v:domain xmlns:v='urn:x'><name>x</name></v:domain>",
+     "domain XML: the root element is <v:domain>, not <domain>"},
+    {D("<uuid>1234</uuid>"), "domain XML: <uuid>1234</uuid> is not a UUID (32 hex digits)"},
+    {D("<uuid>c7a5fdbd-edaf-9455-926a-d65c16db1809-</uuid>"),
+     "domain XML: <uuid>c7a5fdbd-edaf-9455-926a-d65c16db1809-</uuid> is not a UUID (32 hex "
+     "digits)"},
+    {D("<uuid>g7a5fdbd-edaf-9455-926a-d65c16db1809</uuid>"),
+     "domain XML: <uuid>g7a5fdbd-edaf-9455-926a-d65c16db1809</uuid> is not a UUID (32 hex "
+     "digits)"},
+    {D("<vcpu>0</vcpu>"), "domain XML: <vcpu>0</vcpu> is not a whole number in 1..4096"},
+    {D("<vcpu>4097</vcpu>"), "domain XML: <vcpu>4097</vcpu> is not a whole number in 1..4096"},
+    {D("<vcpu>-1</vcpu>"), "domain XML: <vcpu>-1</vcpu> is not a whole number in 1..4096"},
+    {D("<vcpu>four</vcpu>"), "domain XML: <vcpu>four</vcpu> is not a whole number in 1..4096"},
+    {D("<vcpu>99999999999999999999</vcpu>"),
+     "domain XML: <vcpu>99999999999999999999</vcpu> is not a whole number in 1..4096"},
+    {D("<vcpu>2</vcpu><vcpu>2</vcpu>"), "domain XML: <vcpu> appears twice"},
+    {D("<vcpu current='9'>8</vcpu>"),
+     "domain XML: <vcpu current='9'> is not a whole number in 1..8"},
+    {D("<vcpu current='0'>8</vcpu>"),
+     "domain XML: <vcpu current='0'> is not a whole number in 1..8"},
+    {D("<vcpu placement='numad'>8</vcpu>"),
+     "domain XML: <vcpu placement='numad'> is not one of static, auto"},
+    {D("<vcpu cpuset='1-'>2</vcpu>"),
+     "domain XML: <vcpu> cpuset='1-' is not a CPU set of 0..16383 (e.g. 0-7,^3)"},
+    {D("<vcpu>8</vcpu><cputune><vcpupin vcpu='8' cpuset='1'/></cputune>"),
+     "domain XML: <vcpupin vcpu='8'> is not a whole number in 0..7"},
+    {D("<vcpu>8</vcpu><cputune><vcpupin cpuset='1'/></cputune>"),
+     "domain XML: <vcpupin> lacks the vcpu attribute"},
+    {D("<vcpu>8</vcpu><cputune><vcpupin vcpu='1'/></cputune>"),
+     "domain XML: <vcpupin vcpu='1'> lacks the cpuset attribute"},
+    {D("<vcpu>8</vcpu><cputune><vcpupin vcpu='1' cpuset='1'/><vcpupin vcpu='1' "
+       "cpuset='2'/></cputune>"),
+     "domain XML: <vcpupin vcpu='1'> appears twice"},
+    {D("<vcpu>2</vcpu><cputune><vcpupin vcpu='1' cpuset=''/></cputune>"),
+     "domain XML: <vcpupin vcpu='1'> cpuset='' is not a CPU set of 0..16383 (e.g. 0-7,^3)"},
+    {D("<vcpu>2</vcpu><cputune><vcpupin vcpu='1' cpuset='3-1'/></cputune>"),
+     "domain XML: <vcpupin vcpu='1'> cpuset='3-1' is not a CPU set of 0..16383 (e.g. 0-7,^3)"},
+    {D("<vcpu>2</vcpu><cputune><vcpupin vcpu='1' cpuset='0-7,^1-3'/></cputune>"),
+     "domain XML: <vcpupin vcpu='1'> cpuset='0-7,^1-3' is not a CPU set of 0..16383 (e.g. "
+     "0-7,^3)"},
+    {D("<vcpu>2</vcpu><cputune><vcpupin vcpu='1' cpuset='1,,2'/></cputune>"),
+     "domain XML: <vcpupin vcpu='1'> cpuset='1,,2' is not a CPU set of 0..16383 (e.g. 0-7,^3)"},
+    {D("<vcpu>2</vcpu><cputune><vcpupin vcpu='1' cpuset='16384'/></cputune>"),
+     "domain XML: <vcpupin vcpu='1'> cpuset='16384' is not a CPU set of 0..16383 (e.g. "
+     "0-7,^3)"},
+    {D("<vcpu>2</vcpu><cputune><vcpupin vcpu='1' cpuset='0x3'/></cputune>"),
+     "domain XML: <vcpupin vcpu='1'> cpuset='0x3' is not a CPU set of 0..16383 (e.g. 0-7,^3)"},
+    {D("<vcpu>2</vcpu><cputune><vcpupin vcpu='1' cpuset='3,^3'/></cputune>"),
+     "domain XML: <vcpupin vcpu='1'> cpuset='3,^3' selects no CPU"},
+    {D("<cputune><emulatorpin cpuset='1'/><emulatorpin cpuset='2'/></cputune>"),
+     "domain XML: <emulatorpin> appears twice"},
+    {D("<cputune><emulatorpin/></cputune>"),
+     "domain XML: <emulatorpin> lacks the cpuset attribute"},
+    {D("<vcpu>8</vcpu><cpu><topology sockets='1' cores='2' threads='2'/></cpu>"),
+     "domain XML: <topology> sockets=1 dies=1 clusters=1 cores=2 threads=2 gives 4 vCPUs, but "
+     "<vcpu> is 8"},
+    {D("<vcpu>8</vcpu><cpu><topology sockets='1' cores='8' threads='0'/></cpu>"),
+     "domain XML: <topology threads='0'> is not a whole number in 1..4096"},
+    {D("<vcpu>8</vcpu><cpu><topology sockets='1' threads='2'/></cpu>"),
+     "domain XML: <topology> lacks the cores attribute"},
+    {D("<vcpu>4</vcpu><cpu><topology sockets='1' dies='x' cores='2' threads='2'/></cpu>"),
+     "domain XML: <topology dies='x'> is not a whole number in 1..4096"},
+    {D("<iothreads>5000</iothreads>"),
+     "domain XML: <iothreads>5000</iothreads> is not a whole number in 0..4096"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0' "
+       "smt='foo'/></metadata>"),
+     "policy element: smt='foo' is not one of isolate, pack, spread, share"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0' "
+       "colour='red'/></metadata>"),
+     "policy element: unknown policy attribute 'colour' (known: smt, group, coresched, "
+     "locality, emulator, rebalance, unmet)"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0' "
+       "p:smt='pack'/></metadata>"),
+     "policy element: attribute p:smt must not have a namespace"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'><p:smt/></"
+       "p:policy></metadata>"),
+     "policy element: unexpected child element <smt>"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'/>"
+       "<policy xmlns='http://vcpuplace.org/xmlns/policy/1.0'/></metadata>"),
+     "domain XML: <metadata> holds two policy elements of http://vcpuplace.org/xmlns/policy/1.0"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0' group='a b'/>"
+       "</metadata>"),
+     "policy element: group='a b' is not 1 to 64 characters of A-Z a-z 0-9 . _ -"},
+};
+
+START_TEST(test_bad_values)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseText(bad[_i].xml, &err);
+
+    ck_assert_msg(!req, "accepted: %s", bad[_i].xml);
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+    ck_assert_str_eq(err->message, bad[_i].message);
+}
+END_TEST
+
+START_TEST(test_long_value_is_cut_in_message)
+{
+    g_autofree char *junk = g_strnfill(100000, 'z');
+    g_autofree char *xml = g_strdup_printf(D("<vcpu>%s</vcpu>"), junk);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseText(xml, &err);
+
+    ck_assert_ptr_null(req);
+    ck_assert_uint_lt(strlen(err->message), 200);
+    ck_assert_ptr_nonnull(strstr(err->message, "zzz...</vcpu>"));
+}
+END_TEST
+
+START_TEST(test_malformed)
+{
+    static const char *const texts[] = {
+        "",
+        "not xml at all",
+        "<domain><name>x</name>",
+        "<domain><name>x</nam></domain>",
+        "<domain a='1' a='2'><name>x</name></domain>",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(texts); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autoptr(vpRequest) req = parseText(texts[i], &err);
+
+        ck_assert_msg(!req, "accepted: '%s'", texts[i]);
+        ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+        ck_assert_msg(g_str_has_prefix(err->message, "domain XML: line "), "%s", err->message);
+    }
+}
+END_TEST
+
+START_TEST(test_malformed_file)
+{
+    g_autofree char *path = fixture("malformed.xml");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = vpDomXMLParseFile(path, NULL, &err);
+    g_autofree char *prefix = g_strdup_printf("%s: domain XML: line ", path);
+
+    ck_assert_ptr_null(req);
+    ck_assert_msg(g_str_has_prefix(err->message, prefix), "%s", err->message);
+}
+END_TEST
+
+START_TEST(test_file_errors)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = vpDomXMLParseFile("/nonexistent/dom.xml", NULL, &err);
+
+    ck_assert_ptr_null(req);
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_SYSTEM));
+    ck_assert_str_eq(err->message, "/nonexistent/dom.xml: No such file or directory");
+    g_clear_error(&err);
+
+    /* An endless file is cut off at the size bound, not read into memory. */
+    req = vpDomXMLParseFile("/dev/zero", NULL, &err);
+    ck_assert_ptr_null(req);
+    ck_assert_str_eq(err->message,
+                     "/dev/zero: more than the 4194304 bytes accepted for domain XML");
+}
+END_TEST
+
+START_TEST(test_too_large)
+{
+    gsize len = VP_DOMXML_MAX_BYTES + 1;
+    g_autofree char *big = g_malloc(len);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = NULL;
+
+    memset(big, ' ', len);
+    memcpy(big, "<domain>", 8);
+    req = vpDomXMLParse(big, len, NULL, &err);
+    ck_assert_ptr_null(req);
+    ck_assert_str_eq(err->message, "domain XML: 4194305 bytes is more than the 4194304 accepted");
+}
+END_TEST
+
+START_TEST(test_doctype_passwd)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseFixture("doctype-passwd.xml", NULL, &err);
+    g_autofree char *path = fixture("doctype-passwd.xml");
+    g_autofree char *want = g_strdup_printf("%s: domain XML: DOCTYPE is not accepted", path);
+
+    ck_assert_ptr_null(req);
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+    ck_assert_str_eq(err->message, want);
+    ck_assert_ptr_null(strstr(err->message, "root:"));
+}
+END_TEST
+
+/* Each document names a FIFO holding a marker, through an entity, an external DTD or a
+ * parameter entity. A parser that opened the FIFO would read the marker (or block on the
+ * empty FIFO until Check's timeout kills the test); the marker must still be there. */
+static const char *const hostile[] = {
+    "<!DOCTYPE domain [<!ENTITY xxe SYSTEM \"file://@FIFO@\">]>"
+    "<domain><name>&xxe;</name></domain>",
+    "<!DOCTYPE domain SYSTEM \"@FIFO@\"><domain><name>x</name></domain>",
+    "<!DOCTYPE domain [<!ENTITY % p SYSTEM \"@FIFO@\"> %p;]><domain><name>x</name></domain>",
+    "<?xml version='1.0'?>\n<!DOCTYPE domain PUBLIC \"-//X//Y\" \"@FIFO@\">"
+    "<domain><name>x</name></domain>",
+};
+
+START_TEST(test_doctype_never_fetched)
+{
+    static const char marker[] = "MARKER-vcpuplace-never-read";
+    g_autofree char *dir = g_dir_make_tmp("vp-domxml-XXXXXX", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "secret", NULL);
+    g_autofree char *xml = NULL;
+    g_auto(GStrv) parts = g_strsplit(hostile[_i], "@FIFO@", 2);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = NULL;
+    char back[sizeof(marker)] = {0};
+    int fd;
+
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    /* Holding it open read-write lets us fill it without a reader and read it back. */
+    fd = open(fifo, O_RDWR | O_NONBLOCK);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, marker, strlen(marker)), strlen(marker));
+
+    xml = g_strjoin(fifo, parts[0], parts[1], NULL);
+    req = parseText(xml, &err);
+    ck_assert_ptr_null(req);
+    ck_assert_str_eq(err->message, "domain XML: DOCTYPE is not accepted");
+
+    ck_assert_int_eq(read(fd, back, sizeof(back)), strlen(marker));
+    ck_assert_str_eq(back, marker);
+    close(fd);
+    g_unlink(fifo);
+    g_rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_doctype_internal_only)
+{
+    static const char *const texts[] = {
+        "<!DOCTYPE domain><domain><name>x</name></domain>",
+        /* Billion laughs: refused before a single entity is declared. */
+        "<!DOCTYPE d [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\">"
+        "<!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\"><!ENTITY d "
+        "\"&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;\">"
+        "]><domain><name>&d;</name></domain>",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(texts); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autoptr(vpRequest) req = parseText(texts[i], &err);
+
+        ck_assert_ptr_null(req);
+        ck_assert_str_eq(err->message, "domain XML: DOCTYPE is not accepted");
+    }
+}
+END_TEST
+
+START_TEST(test_undeclared_entity)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseText("<domain><name>&xxe;</name></domain>", &err);
+
+    ck_assert_ptr_null(req);
+    ck_assert_msg(g_str_has_prefix(err->message, "domain XML: line 1: "), "%s", err->message);
+}
+END_TEST
+
+START_TEST(test_policy_element)
+{
+    static const char *const forms[] = {
+        /* What `virsh metadata --key vcpuplace` prints. */
+        "<vcpuplace:policy xmlns:vcpuplace=\"http://vcpuplace.org/xmlns/policy/1.0\" "
+        "smt=\"pack\" group=\"g1\"/>",
+        "<policy xmlns='http://vcpuplace.org/xmlns/policy/1.0' smt='pack' group='g1'/>",
+        "<x:policy xmlns:x='http://vcpuplace.org/xmlns/policy/1.0' group='g1' "
+        "smt='pack'></x:policy>",
+        /* What `virsh metadata DOMAIN --uri URI` prints with libvirt 9.0: no namespace. */
+        "<policy smt=\"pack\" group=\"g1\"/>\n",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(forms); i++) {
+        g_autoptr(GError) err = NULL;
+        vpPolicy p;
+
+        vpPolicyInitDefaults(&p);
+        p.rebalance = VP_REBALANCE_OFF;
+        ck_assert_msg(vpDomXMLParsePolicy(forms[i], strlen(forms[i]), &p, &err), "%zu: %s", i,
+                      err ? err->message : "");
+        ck_assert_int_eq(p.smt, VP_SMT_PACK);
+        ck_assert_str_eq(p.group, "g1");
+        /* Unset attributes keep what the caller had. */
+        ck_assert_int_eq(p.rebalance, VP_REBALANCE_OFF);
+        vpPolicyClear(&p);
+    }
+}
+END_TEST
+
+START_TEST(test_policy_element_bad)
+{
+    static const struct {
+        const char *xml;
+        const char *message;
+    } cases[] = {
+        {"<p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/2.0'/>",
+         "policy XML: the root element is <policy> in namespace "
+         "'http://vcpuplace.org/xmlns/policy/2.0', not <policy> in "
+         "'http://vcpuplace.org/xmlns/policy/1.0' (or in none)"},
+        {"<vcpuplace smt='pack'/>",
+         "policy XML: the root element is <vcpuplace> in namespace '', not <policy> in "
+         "'http://vcpuplace.org/xmlns/policy/1.0' (or in none)"},
+        {"<p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0' group='ok' smt='x'/>",
+         "policy element: smt='x' is not one of isolate, pack, spread, share"},
+        {"<!DOCTYPE p><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'/>",
+         "policy XML: DOCTYPE is not accepted"},
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) err = NULL;
+        vpPolicy p;
+
+        vpPolicyInitDefaults(&p);
+        ck_assert(!vpDomXMLParsePolicy(cases[i].xml, strlen(cases[i].xml), &p, &err));
+        ck_assert_str_eq(err->message, cases[i].message);
+        /* A refused element changes nothing, the valid group before the bad smt included. */
+        ck_assert_ptr_null(p.group);
+        ck_assert_int_eq(p.smt, VP_SMT_SPREAD);
+        vpPolicyClear(&p);
+    }
+}
+END_TEST
+
+START_TEST(test_format_policy)
+{
+    g_autofree char *plain = NULL;
+    g_autofree char *grouped = NULL;
+    g_autoptr(GError) err = NULL;
+    vpPolicy p, back;
+
+    vpPolicyInitDefaults(&p);
+    plain = vpDomXMLFormatPolicy(&p);
+    /* No namespace: virDomainSetMetadata refuses an element that declares one. */
+    ck_assert_str_eq(plain, "<policy smt=\"spread\" coresched=\"vm\" locality=\"auto\" "
+                            "emulator=\"housekeeping\" rebalance=\"auto\" unmet=\"refuse\"/>");
+
+    ck_assert(vpPolicySetAttr(&p, "group", "tenant.a-1", NULL));
+    ck_assert(vpPolicySetAttr(&p, "smt", "isolate", NULL));
+    ck_assert(vpPolicySetAttr(&p, "coresched", "group", NULL));
+    ck_assert(vpPolicySetAttr(&p, "locality", "l3", NULL));
+    ck_assert(vpPolicySetAttr(&p, "emulator", "dedicated", NULL));
+    ck_assert(vpPolicySetAttr(&p, "rebalance", "off", NULL));
+    ck_assert(vpPolicySetAttr(&p, "unmet", "degrade", NULL));
+    grouped = vpDomXMLFormatPolicy(&p);
+
+    vpPolicyInitDefaults(&back);
+    ck_assert_msg(vpDomXMLParsePolicy(grouped, strlen(grouped), &back, &err), "%s",
+                  err ? err->message : "");
+    ck_assert_str_eq(back.group, "tenant.a-1");
+    ck_assert_int_eq(back.smt, VP_SMT_ISOLATE);
+    ck_assert_int_eq(back.coresched, VP_CORESCHED_GROUP);
+    ck_assert_int_eq(back.locality, VP_LOCALITY_L3);
+    ck_assert_int_eq(back.emulator, VP_EMULATOR_DEDICATED);
+    ck_assert_int_eq(back.rebalance, VP_REBALANCE_OFF);
+    ck_assert_int_eq(back.unmet, VP_UNMET_DEGRADE);
+    vpPolicyClear(&p);
+    vpPolicyClear(&back);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("domxml");
+    TCase *tc = tcase_create("parse");
+    TCase *hostile_tc = tcase_create("hostile");
+    TCase *policy_tc = tcase_create("policy");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_basic);
+    tcase_add_test(tc, test_minimal);
+    tcase_add_test(tc, test_pins);
+    tcase_add_test(tc, test_vcpu_cpuset);
+    tcase_add_test(tc, test_libvirt_output);
+    tcase_add_test(tc, test_escapes);
+    tcase_add_loop_test(tc, test_bad_values, 0, G_N_ELEMENTS(bad));
+    tcase_add_test(tc, test_long_value_is_cut_in_message);
+    tcase_add_test(tc, test_malformed);
+    tcase_add_test(tc, test_malformed_file);
+    tcase_add_test(tc, test_file_errors);
+    tcase_add_test(tc, test_too_large);
+    suite_add_tcase(s, tc);
+
+    tcase_add_test(hostile_tc, test_doctype_passwd);
+    tcase_add_loop_test(hostile_tc, test_doctype_never_fetched, 0, G_N_ELEMENTS(hostile));
+    tcase_add_test(hostile_tc, test_doctype_internal_only);
+    tcase_add_test(hostile_tc, test_undeclared_entity);
+    suite_add_tcase(s, hostile_tc);
+
+    tcase_add_test(policy_tc, test_policy_element);
+    tcase_add_test(policy_tc, test_policy_element_bad);
+    tcase_add_test(policy_tc, test_format_policy);
+    suite_add_tcase(s, policy_tc);
+
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
