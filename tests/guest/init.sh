@@ -1,0 +1,58 @@
+#!/bin/busybox sh
+# shellcheck shell=dash
+# /init of the guest tier's initramfs: runs the project's programs against the guest
+# kernel and reports over the serial console in lines scripts/guest-run reads:
+#   VPGUEST boot ...        kernel and command line
+#   VPGUEST exit PROG RC    one per program; RC must be 0
+#   VPGUEST done            all programs ran; its absence means a crash or a hang
+# The kernel command line carries vp.mode (smt | nosmt), vp.cores and vp.threads.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+export HOME=/tmp TMPDIR=/tmp
+
+mode=
+cores=
+threads=
+read -r cmdline </proc/cmdline
+for arg in $cmdline; do
+    case $arg in
+    vp.mode=*) mode=${arg#vp.mode=} ;;
+    vp.cores=*) cores=${arg#vp.cores=} ;;
+    vp.threads=*) threads=${arg#vp.threads=} ;;
+    esac
+done
+
+run() {
+    name=$1
+    shift
+    echo "VPGUEST begin $name"
+    "$@"
+    echo "VPGUEST exit $name $?"
+}
+
+echo "VPGUEST boot $(uname -r) cpus=$(cat /sys/devices/system/cpu/online) mode=$mode uptime=$(cut -d' ' -f1 /proc/uptime)"
+case $mode in
+smt)
+    run topology guest-topology "$cores" "$threads"
+    # First: it shows cookies being set before the random pool is ready, and readies it.
+    run cookies guest-cookies
+    run test_coresched test_coresched
+    run forceidle guest-forceidle 2
+    ;;
+nosmt)
+    run topology guest-topology "$cores" "$threads"
+    run cookies guest-cookies nosmt
+    run test_coresched test_coresched
+    ;;
+*)
+    echo "VPGUEST fail init.mode unknown vp.mode '$mode'"
+    ;;
+esac
+echo "VPGUEST done uptime=$(cut -d' ' -f1 /proc/uptime)"
+poweroff -f
+# Without a working ACPI power-off, a reboot ends QEMU (-no-reboot).
+reboot -f
