@@ -18,7 +18,7 @@ vpCmdPlan(int argc, char **argv)
     GOptionEntry entries[] = {
         {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &ledger_path, "ledger (JSON) of PUs already held",
          "FILE"},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(vpTopology) topo = NULL;

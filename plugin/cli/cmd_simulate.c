@@ -155,7 +155,7 @@ vpCmdSimulate(int argc, char **argv)
     GOptionEntry entries[] = {
         {"save-ledger", 0, 0, G_OPTION_ARG_FILENAME, &save, "write the final ledger here", "FILE"},
         {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "print only the final metrics", NULL},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(vpTopology) topo = NULL;

@@ -126,7 +126,7 @@ vpCmdTopology(int argc, char **argv)
     GOptionEntry entries[] = {
         {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &ledger_path, "show owners from this ledger",
          "FILE"},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(vpTopology) topo = NULL;

@@ -21,7 +21,7 @@ vpCliOptionGroup(vpCliOptions *opts)
         {"config", 'c', 0, G_OPTION_ARG_FILENAME, &opts->config,
          "vcpuplaced.conf whose [policy] group gives the defaults", "FILE"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &opts->json, "print JSON", NULL},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     GOptionGroup *group = g_option_group_new("common", "Topology and defaults",
                                              "Show topology and default options", NULL, NULL);

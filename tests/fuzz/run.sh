@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target for SECONDS over its committed corpus; new inputs go to a
+# scratch directory, crashes to tests/fuzz/crashes/ (commit them into the corpus once fixed).
+#   run.sh BINARY CORPUS_DIR SECONDS
+set -eu
+bin=$1 corpus=$2 secs=$3
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+crashes=$(dirname "$corpus")/../crashes
+mkdir -p "$crashes"
+exec "$bin" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 -artifact_prefix="$crashes/$(basename "$bin")-" "$scratch" "$corpus"
