@@ -554,7 +554,6 @@ vpDomXMLApplyPolicy(xmlNodePtr node, vpPolicy *policy, GError **error)
     for (attr = node->properties; attr; attr = attr->next) {
         xmlChar *raw = xmlNodeListGetString(node->doc, attr->children, 1);
         g_autofree char *value = g_strdup(raw ? (const char *)raw : "");
-        g_autofree char *shown = vpDomXMLShow(value);
 
         xmlFree(raw);
         if (attr->ns) {
