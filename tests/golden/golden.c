@@ -92,10 +92,12 @@ static char *
 toText(JsonNode *node)
 {
     g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autofree char *text = NULL;
 
     json_generator_set_pretty(gen, TRUE);
     json_generator_set_root(gen, node);
-    return g_strconcat(json_generator_to_data(gen, NULL), "\n", NULL);
+    text = json_generator_to_data(gen, NULL);
+    return g_strconcat(text, "\n", NULL);
 }
 
 static JsonNode *

@@ -129,7 +129,6 @@ START_TEST(test_pinned_respected)
     g_autoptr(vpRequest) req = request("pinned", 2, VP_SMT_ISOLATE, NULL);
     g_autoptr(vpPlan) plan = NULL;
 
-    req->pins = g_new0(hwloc_bitmap_t, 2);
     req->pins[0] = hwloc_bitmap_alloc();
     req->pins[1] = hwloc_bitmap_alloc();
     hwloc_bitmap_set(req->pins[0], 7);
