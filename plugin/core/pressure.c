@@ -1,0 +1,897 @@
+/*
+ * The pressure model. Each interval: turn deltas into fractions of wall time, fold them
+ * into exponential moving averages, attribute vCPUs to the PUs the ledger pins them to,
+ * then score PUs and cores and count how long each condition has lasted. An interval
+ * counts towards a hotspot when the average is at or above hot_wait and the interval
+ * itself shows the condition (at least cool_wait): the average's echo of a burst that has
+ * ended does not count. The streak ends when the average falls below cool_wait and holds
+ * in between, so that intermittent contention adds up while a value hovering at one line
+ * neither flaps nor restarts its count.
+ */
+#include "core/pressure.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A counter delta over twice its interval is not a measurement but a bug or a bad file. */
+#define MAX_DELTA_FACTOR 2
+#define MAX_INTERVAL_NS (3600ull * G_USEC_PER_SEC * 1000)
+#define MAX_VCPU 65535
+
+typedef struct {
+    vpVcpuPressure pub;
+    char *domain;
+    bool fresh;
+    guint64 seen;
+    double run_raw; /* newest interval, for the co-run estimate */
+} VcpuState;
+
+typedef struct {
+    vpPUPressure pub;
+    bool fresh;
+} PUState;
+
+typedef struct {
+    vpCorePressure pub;
+    bool fresh;
+} CoreState;
+
+struct _vpPressure {
+    const vpTopology *topo;
+    vpPressureConfig cfg;
+    int npus;
+    int ncores;
+    PUState *pus;
+    CoreState *cores;
+    GHashTable *vcpus;   /* VcpuState -> itself, keyed by (domain, vcpu) */
+    GHashTable *domains; /* domain -> vpDomainPressure */
+    guint64 generation;
+};
+
+/* Per-PU figures of the newest interval, before smoothing. */
+typedef struct {
+    double wait, run, forceidle;
+    double load;  /* busy fraction */
+    double owned; /* part of load that belongs to the PU's holder */
+    double host;  /* part of load that belongs to nobody we know */
+    int nvcpus;
+} PURaw;
+
+void
+vpPressureConfigInit(vpPressureConfig *cfg)
+{
+    cfg->alpha = 0.3;
+    cfg->hot_wait = 0.10;
+    cfg->cool_wait = 0.05;
+    cfg->hot_corun = 0.20;
+    cfg->idle_busy = 0.10;
+    cfg->persistence = 5;
+}
+
+static gboolean
+checkRange(const char *field, double v, double lo, bool lo_open, double hi, GError **error)
+{
+    if (isnan(v) || v < lo || (lo_open && v == lo) || v > hi) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%g is outside %c%g, %g]", field, v,
+                    lo_open ? '(' : '[', lo, hi);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+vpPressureConfigValidate(const vpPressureConfig *cfg, GError **error)
+{
+    if (!checkRange("alpha", cfg->alpha, 0, true, 1, error) ||
+        !checkRange("hot_wait", cfg->hot_wait, 0, true, 1, error) ||
+        !checkRange("cool_wait", cfg->cool_wait, 0, false, 1, error) ||
+        !checkRange("hot_corun", cfg->hot_corun, 0, true, 8, error) ||
+        !checkRange("idle_busy", cfg->idle_busy, 0, false, 1, error) ||
+        !checkRange("persistence", cfg->persistence, 1, false, 3600, error))
+        return FALSE;
+    if (cfg->cool_wait > cfg->hot_wait) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "cool_wait=%g is above hot_wait=%g; it must not be", cfg->cool_wait,
+                    cfg->hot_wait);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+vpPressureConfigLoadKeyFile(vpPressureConfig *cfg, GKeyFile *kf, const char *group, GError **error)
+{
+    vpPressureConfig c = *cfg;
+    struct {
+        const char *key;
+        double *dst;
+    } doubles[] = {
+        {"alpha", &c.alpha},         {"hot_wait", &c.hot_wait},   {"cool_wait", &c.cool_wait},
+        {"hot_corun", &c.hot_corun}, {"idle_busy", &c.idle_busy},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(doubles); i++) {
+        g_autoptr(GError) err = NULL;
+        double v;
+
+        if (!g_key_file_has_key(kf, group, doubles[i].key, NULL))
+            continue;
+        v = g_key_file_get_double(kf, group, doubles[i].key, &err);
+        if (err) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] %s: %s", group, doubles[i].key,
+                        err->message);
+            return FALSE;
+        }
+        *doubles[i].dst = v;
+    }
+    if (g_key_file_has_key(kf, group, "persistence", NULL)) {
+        g_autoptr(GError) err = NULL;
+        gint64 v = g_key_file_get_int64(kf, group, "persistence", &err);
+
+        if (err) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] persistence: %s", group,
+                        err->message);
+            return FALSE;
+        }
+        if (v < 1 || v > 3600) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "[%s] persistence=%" G_GINT64_FORMAT " is outside [1, 3600]", group, v);
+            return FALSE;
+        }
+        c.persistence = v;
+    }
+    if (!vpPressureConfigValidate(&c, error)) {
+        g_prefix_error(error, "[%s] ", group);
+        return FALSE;
+    }
+    *cfg = c;
+    return TRUE;
+}
+
+/* --- input --- */
+
+static void
+sampleClear(gpointer data)
+{
+    vpPressureSample *s = data;
+
+    g_free(s->domain);
+}
+
+vpPressureInput *
+vpPressureInputNew(void)
+{
+    vpPressureInput *in = g_new0(vpPressureInput, 1);
+
+    in->vcpus = g_array_new(FALSE, TRUE, sizeof(vpPressureSample));
+    g_array_set_clear_func(in->vcpus, sampleClear);
+    in->cpus = g_array_new(FALSE, TRUE, sizeof(vpCpuSample));
+    return in;
+}
+
+void
+vpPressureInputFree(vpPressureInput *in)
+{
+    if (!in)
+        return;
+    g_array_free(in->vcpus, TRUE);
+    g_array_free(in->cpus, TRUE);
+    g_free(in);
+}
+
+void
+vpPressureInputAddVcpu(vpPressureInput *in, const vpPressureSample *s)
+{
+    vpPressureSample copy = *s;
+
+    copy.domain = g_strdup(s->domain);
+    g_array_append_val(in->vcpus, copy);
+}
+
+void
+vpPressureInputAddCpu(vpPressureInput *in, const vpCpuSample *s)
+{
+    g_array_append_val(in->cpus, *s);
+}
+
+JsonNode *
+vpPressureInputToJson(const vpPressureInput *in)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "vcpus");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < in->vcpus->len; i++) {
+        const vpPressureSample *s = &g_array_index(in->vcpus, vpPressureSample, i);
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "domain");
+        json_builder_add_string_value(b, s->domain);
+        json_builder_set_member_name(b, "vcpu");
+        json_builder_add_int_value(b, s->vcpu);
+        json_builder_set_member_name(b, "interval_ns");
+        json_builder_add_int_value(b, s->interval_ns);
+        if (s->have & VP_HAVE_SCHEDSTAT) {
+            json_builder_set_member_name(b, "run_ns");
+            json_builder_add_int_value(b, s->run_ns);
+            json_builder_set_member_name(b, "wait_ns");
+            json_builder_add_int_value(b, s->wait_ns);
+        }
+        if (s->have & VP_HAVE_SWITCHES) {
+            json_builder_set_member_name(b, "voluntary");
+            json_builder_add_int_value(b, s->voluntary);
+            json_builder_set_member_name(b, "involuntary");
+            json_builder_add_int_value(b, s->involuntary);
+        }
+        if (s->have & VP_HAVE_MIGRATIONS) {
+            json_builder_set_member_name(b, "migrations");
+            json_builder_add_int_value(b, s->migrations);
+        }
+        if (s->have & VP_HAVE_FORCEIDLE) {
+            json_builder_set_member_name(b, "forceidle_ns");
+            json_builder_add_int_value(b, s->forceidle_ns);
+        }
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "cpus");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < in->cpus->len; i++) {
+        const vpCpuSample *c = &g_array_index(in->cpus, vpCpuSample, i);
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "cpu");
+        json_builder_add_int_value(b, c->cpu);
+        json_builder_set_member_name(b, "interval_ns");
+        json_builder_add_int_value(b, c->interval_ns);
+        json_builder_set_member_name(b, "busy_ns");
+        json_builder_add_int_value(b, c->busy_ns);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+/* Reads member name of obj as a non-negative integer into *out; *present says whether the
+ * member was there (NULL: it must be). where names the object in messages. */
+static gboolean
+getCount(JsonObject *obj, const char *where, const char *name, guint64 max, guint64 *out,
+         bool *present, GError **error)
+{
+    JsonNode *n = json_object_get_member(obj, name);
+    gint64 v;
+
+    if (present)
+        *present = n != NULL;
+    if (!n) {
+        if (present)
+            return TRUE;
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.%s is missing", where, name);
+        return FALSE;
+    }
+    if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.%s is not an integer", where, name);
+        return FALSE;
+    }
+    v = json_node_get_int(n);
+    if (v < 0 || (guint64)v > max) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "%s.%s=%" G_GINT64_FORMAT " is outside [0, %" G_GUINT64_FORMAT "]", where, name,
+                    v, max);
+        return FALSE;
+    }
+    *out = v;
+    return TRUE;
+}
+
+static gboolean
+checkMembers(JsonObject *obj, const char *where, const char *const *allowed, GError **error)
+{
+    g_autoptr(GList) names = json_object_get_members(obj);
+
+    for (GList *l = names; l; l = l->next) {
+        if (!g_strv_contains(allowed, l->data)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s has unknown member '%s'", where,
+                        (const char *)l->data);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* Two counters that are only meaningful together. */
+static gboolean
+getPair(JsonObject *obj, const char *where, const char *a, const char *b, guint64 max, guint64 *va,
+        guint64 *vb, bool *present, GError **error)
+{
+    bool pa, pb;
+
+    if (!getCount(obj, where, a, max, va, &pa, error) ||
+        !getCount(obj, where, b, max, vb, &pb, error))
+        return FALSE;
+    if (pa != pb) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s has %s but not %s", where, pa ? a : b,
+                    pa ? b : a);
+        return FALSE;
+    }
+    *present = pa;
+    return TRUE;
+}
+
+static gboolean
+vcpuFromJson(JsonNode *node, const char *where, vpPressureSample *s, GError **error)
+{
+    static const char *const allowed[] = {
+        "domain",    "vcpu",        "interval_ns", "run_ns",       "wait_ns",
+        "voluntary", "involuntary", "migrations",  "forceidle_ns", NULL,
+    };
+    JsonObject *obj;
+    JsonNode *dom;
+    guint64 v, lim;
+    bool present;
+
+    if (!JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
+        return FALSE;
+    }
+    obj = json_node_get_object(node);
+    if (!checkMembers(obj, where, allowed, error))
+        return FALSE;
+    dom = json_object_get_member(obj, "domain");
+    if (!dom || !JSON_NODE_HOLDS_VALUE(dom) || json_node_get_value_type(dom) != G_TYPE_STRING ||
+        !*json_node_get_string(dom)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.domain is missing or not a name", where);
+        return FALSE;
+    }
+    if (!getCount(obj, where, "vcpu", MAX_VCPU, &v, NULL, error))
+        return FALSE;
+    s->vcpu = v;
+    if (!getCount(obj, where, "interval_ns", MAX_INTERVAL_NS, &s->interval_ns, NULL, error))
+        return FALSE;
+    if (s->interval_ns == 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.interval_ns=0 is not an interval",
+                    where);
+        return FALSE;
+    }
+    lim = s->interval_ns * MAX_DELTA_FACTOR;
+    s->have = 0;
+    if (!getPair(obj, where, "run_ns", "wait_ns", lim, &s->run_ns, &s->wait_ns, &present, error))
+        return FALSE;
+    s->have |= present ? VP_HAVE_SCHEDSTAT : 0;
+    if (!getPair(obj, where, "voluntary", "involuntary", G_MAXINT64, &s->voluntary, &s->involuntary,
+                 &present, error))
+        return FALSE;
+    s->have |= present ? VP_HAVE_SWITCHES : 0;
+    if (!getCount(obj, where, "migrations", G_MAXINT64, &s->migrations, &present, error))
+        return FALSE;
+    s->have |= present ? VP_HAVE_MIGRATIONS : 0;
+    if (!getCount(obj, where, "forceidle_ns", lim, &s->forceidle_ns, &present, error))
+        return FALSE;
+    s->have |= present ? VP_HAVE_FORCEIDLE : 0;
+    s->domain = g_strdup(json_node_get_string(dom));
+    return TRUE;
+}
+
+static gboolean
+cpuFromJson(JsonNode *node, const char *where, vpCpuSample *c, GError **error)
+{
+    static const char *const allowed[] = {"cpu", "interval_ns", "busy_ns", NULL};
+    JsonObject *obj;
+    guint64 v;
+
+    if (!JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
+        return FALSE;
+    }
+    obj = json_node_get_object(node);
+    if (!checkMembers(obj, where, allowed, error) ||
+        !getCount(obj, where, "cpu", 65535, &v, NULL, error) ||
+        !getCount(obj, where, "interval_ns", MAX_INTERVAL_NS, &c->interval_ns, NULL, error))
+        return FALSE;
+    c->cpu = v;
+    if (c->interval_ns == 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.interval_ns=0 is not an interval",
+                    where);
+        return FALSE;
+    }
+    return getCount(obj, where, "busy_ns", c->interval_ns * MAX_DELTA_FACTOR, &c->busy_ns, NULL,
+                    error);
+}
+
+static JsonArray *
+getArray(JsonObject *obj, const char *name, GError **error)
+{
+    JsonNode *n = json_object_get_member(obj, name);
+
+    if (n && JSON_NODE_HOLDS_ARRAY(n))
+        return json_node_get_array(n);
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "'%s' is %s, expected an array", name,
+                n ? "not an array" : "missing");
+    return NULL;
+}
+
+vpPressureInput *
+vpPressureInputFromJson(JsonNode *node, GError **error)
+{
+    static const char *const allowed[] = {"vcpus", "cpus", NULL};
+    g_autoptr(vpPressureInput) in = vpPressureInputNew();
+    JsonObject *obj;
+    JsonArray *vcpus, *cpus;
+
+    if (!node || !JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "a pressure interval is not an object");
+        return NULL;
+    }
+    obj = json_node_get_object(node);
+    if (!checkMembers(obj, "interval", allowed, error) ||
+        !(vcpus = getArray(obj, "vcpus", error)) || !(cpus = getArray(obj, "cpus", error)))
+        return NULL;
+    for (guint i = 0; i < json_array_get_length(vcpus); i++) {
+        g_autofree char *where = g_strdup_printf("vcpus[%u]", i);
+        vpPressureSample s = {0};
+
+        if (!vcpuFromJson(json_array_get_element(vcpus, i), where, &s, error))
+            return NULL;
+        g_array_append_val(in->vcpus, s);
+    }
+    for (guint i = 0; i < json_array_get_length(cpus); i++) {
+        g_autofree char *where = g_strdup_printf("cpus[%u]", i);
+        vpCpuSample c = {0};
+
+        if (!cpuFromJson(json_array_get_element(cpus, i), where, &c, error))
+            return NULL;
+        g_array_append_val(in->cpus, c);
+    }
+    return g_steal_pointer(&in);
+}
+
+/* --- model --- */
+
+static guint
+vcpuHash(gconstpointer key)
+{
+    const VcpuState *st = key;
+
+    return g_str_hash(st->domain) * 31 + (guint)st->pub.vcpu;
+}
+
+static gboolean
+vcpuEqual(gconstpointer a, gconstpointer b)
+{
+    const VcpuState *x = a, *y = b;
+
+    return x->pub.vcpu == y->pub.vcpu && strcmp(x->domain, y->domain) == 0;
+}
+
+static void
+vcpuStateFree(gpointer data)
+{
+    VcpuState *st = data;
+
+    g_free(st->domain);
+    g_free(st);
+}
+
+vpPressure *
+vpPressureNew(const vpTopology *topo, const vpPressureConfig *cfg)
+{
+    vpPressure *p = g_new0(vpPressure, 1);
+
+    p->topo = topo;
+    if (cfg)
+        p->cfg = *cfg;
+    else
+        vpPressureConfigInit(&p->cfg);
+    p->npus = vpTopologyNPUs(topo);
+    p->ncores = vpTopologyNCores(topo);
+    p->pus = g_new0(PUState, p->npus);
+    p->cores = g_new0(CoreState, p->ncores);
+    for (int i = 0; i < p->npus; i++)
+        p->pus[i].fresh = true;
+    for (int i = 0; i < p->ncores; i++)
+        p->cores[i].fresh = true;
+    p->vcpus = g_hash_table_new_full(vcpuHash, vcpuEqual, vcpuStateFree, NULL);
+    p->domains = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    return p;
+}
+
+void
+vpPressureFree(vpPressure *p)
+{
+    if (!p)
+        return;
+    g_hash_table_unref(p->vcpus);
+    g_hash_table_unref(p->domains);
+    g_free(p->pus);
+    g_free(p->cores);
+    g_free(p);
+}
+
+static void
+smooth(double *avg, double x, double alpha, bool fresh)
+{
+    *avg = fresh ? x : *avg + alpha * (x - *avg);
+}
+
+static double
+fraction(guint64 part, guint64 whole)
+{
+    return whole ? MIN(1.0, (double)part / (double)whole) : 0;
+}
+
+static VcpuState *
+vcpuLookup(const vpPressure *p, const char *domain, int vcpu)
+{
+    VcpuState key = {.pub.vcpu = vcpu, .domain = (char *)domain};
+
+    return g_hash_table_lookup(p->vcpus, &key);
+}
+
+static int
+pinnedPU(const vpPressure *p, const vpLedger *ledger, const char *domain, int vcpu)
+{
+    const vpPlan *plan = vpLedgerLookup(ledger, domain);
+
+    if (!plan || vcpu < 0 || (unsigned)vcpu >= plan->nvcpus || plan->vcpu_pu[vcpu] < 0)
+        return -1;
+    return vpTopologyPUByOS(p->topo, plan->vcpu_pu[vcpu]);
+}
+
+static void
+foldVcpu(vpPressure *p, const vpLedger *ledger, const vpPressureSample *s, PURaw *raw)
+{
+    VcpuState *st = vcpuLookup(p, s->domain, s->vcpu);
+    double secs = s->interval_ns / 1e9;
+    double run = 0, wait = 0, wakeups = 0, forceidle = 0;
+    double a = p->cfg.alpha;
+    int pu;
+
+    if (!st) {
+        st = g_new0(VcpuState, 1);
+        st->domain = g_strdup(s->domain);
+        st->pub.domain = st->domain;
+        st->pub.vcpu = s->vcpu;
+        st->fresh = true;
+        g_hash_table_add(p->vcpus, st);
+    }
+    if (s->have & VP_HAVE_SCHEDSTAT) {
+        run = fraction(s->run_ns, s->interval_ns);
+        wait = fraction(s->wait_ns, s->interval_ns);
+    }
+    if (s->have & VP_HAVE_SWITCHES)
+        wakeups = s->voluntary / secs;
+    if (s->have & VP_HAVE_FORCEIDLE)
+        forceidle = fraction(s->forceidle_ns, s->interval_ns);
+    smooth(&st->pub.run, run, a, st->fresh);
+    smooth(&st->pub.wait, wait, a, st->fresh);
+    smooth(&st->pub.wakeups, wakeups, a, st->fresh);
+    smooth(&st->pub.forceidle, forceidle, a, st->fresh);
+    st->pub.last_wait = wait;
+    st->pub.have = s->have;
+    st->pub.intervals++;
+    st->run_raw = run;
+    st->seen = p->generation;
+
+    pu = pinnedPU(p, ledger, s->domain, s->vcpu);
+    st->pub.pu = pu;
+    if (pu >= 0) {
+        raw[pu].wait += wait;
+        raw[pu].run += run;
+        raw[pu].forceidle += forceidle;
+        raw[pu].nvcpus++;
+    }
+}
+
+static gboolean
+vcpuUnseen(gpointer key, gpointer value, gpointer data)
+{
+    const VcpuState *st = key;
+    const vpPressure *p = data;
+
+    return st->seen != p->generation;
+}
+
+static void
+foldPU(vpPressure *p, int pu, const PURaw *raw)
+{
+    PUState *st = &p->pus[pu];
+    const vpPressureConfig *cfg = &p->cfg;
+    double a = cfg->alpha;
+
+    smooth(&st->pub.wait, raw->wait, a, st->fresh);
+    smooth(&st->pub.run, raw->run, a, st->fresh);
+    smooth(&st->pub.busy, raw->load, a, st->fresh);
+    smooth(&st->pub.other, raw->host, a, st->fresh);
+    st->pub.nvcpus = raw->nvcpus;
+    st->fresh = false;
+
+    if (st->pub.wait >= cfg->hot_wait && raw->wait >= cfg->cool_wait)
+        st->pub.hot_streak++;
+    else if (st->pub.wait < cfg->cool_wait)
+        st->pub.hot_streak = 0;
+
+    if (st->pub.busy < cfg->idle_busy)
+        st->pub.idle_streak++;
+    else
+        st->pub.idle_streak = 0;
+}
+
+/* Splits a PU's load between its holder and the host, from what the ledger says it is. */
+static void
+splitLoad(const vpLedger *ledger, int pu, PURaw *raw, bool measured)
+{
+    vpOwner o = vpLedgerOwner(ledger, pu);
+
+    switch (o.kind) {
+    case VP_OWN_VCPU:
+        raw->owned = MIN(raw->run, raw->load);
+        raw->host = measured ? MAX(0, raw->load - raw->run) : 0;
+        break;
+    case VP_OWN_EMULATOR:
+        raw->owned = raw->load;
+        raw->host = 0;
+        break;
+    default:
+        raw->owned = 0;
+        raw->host = raw->load;
+        break;
+    }
+}
+
+/* Whether what runs on PU a and PU b belong to different trust units. */
+static bool
+foreignHolders(const vpLedger *ledger, int a, int b)
+{
+    vpOwner oa = vpLedgerOwner(ledger, a), ob = vpLedgerOwner(ledger, b);
+    const char *ga, *gb;
+
+    if (!oa.domain || !ob.domain)
+        return true;
+    if (strcmp(oa.domain, ob.domain) == 0)
+        return false;
+    ga = vpLedgerGroupAt(ledger, a);
+    gb = vpLedgerGroupAt(ledger, b);
+    return !(ga && gb && strcmp(ga, gb) == 0);
+}
+
+/* Load on the siblings of pu that is foreign to pu's holder. */
+static double
+foreignAround(const vpPressure *p, const vpLedger *ledger, int pu, const PURaw *raw)
+{
+    const vpCore *core = vpTopologyCore(p->topo, vpTopologyPU(p->topo, pu)->core);
+    double f = 0;
+
+    for (int i = 0; i < core->npus; i++) {
+        int b = core->pus[i];
+
+        if (b == pu)
+            continue;
+        f += raw[b].host + (foreignHolders(ledger, pu, b) ? raw[b].owned : 0);
+    }
+    return f;
+}
+
+static void
+foldCore(vpPressure *p, const vpLedger *ledger, int c, const PURaw *raw)
+{
+    const vpCore *core = vpTopologyCore(p->topo, c);
+    CoreState *st = &p->cores[c];
+    const vpPressureConfig *cfg = &p->cfg;
+    double busy = 0, corun = 0, forceidle = 0;
+
+    for (int i = 0; i < core->npus; i++) {
+        const PURaw *x = &raw[core->pus[i]];
+
+        busy += x->load;
+        forceidle += x->forceidle;
+        for (int j = i + 1; j < core->npus; j++) {
+            const PURaw *y = &raw[core->pus[j]];
+            bool foreign = foreignHolders(ledger, core->pus[i], core->pus[j]);
+
+            /* host load against host load is nobody's business here */
+            corun += x->owned * y->host + x->host * y->owned + (foreign ? x->owned * y->owned : 0);
+        }
+    }
+    smooth(&st->pub.busy, busy, cfg->alpha, st->fresh);
+    smooth(&st->pub.corun_foreign, corun, cfg->alpha, st->fresh);
+    smooth(&st->pub.forceidle, forceidle, cfg->alpha, st->fresh);
+    st->fresh = false;
+
+    if (st->pub.corun_foreign + st->pub.forceidle >= cfg->hot_corun &&
+        corun + forceidle >= cfg->hot_corun / 2)
+        st->pub.contended_streak++;
+    else if (st->pub.corun_foreign + st->pub.forceidle < cfg->hot_corun / 2)
+        st->pub.contended_streak = 0;
+}
+
+static void
+foldDomains(vpPressure *p)
+{
+    GHashTableIter it;
+    gpointer key;
+
+    g_hash_table_remove_all(p->domains);
+    g_hash_table_iter_init(&it, p->vcpus);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        const VcpuState *st = key;
+        vpDomainPressure *d = g_hash_table_lookup(p->domains, st->domain);
+
+        if (!d) {
+            d = g_new0(vpDomainPressure, 1);
+            g_hash_table_insert(p->domains, g_strdup(st->domain), d);
+        }
+        d->nvcpus++;
+        d->wakeups += st->pub.wakeups;
+        d->wait += st->pub.wait;
+    }
+    g_hash_table_iter_init(&it, p->domains);
+    while (g_hash_table_iter_next(&it, NULL, &key)) {
+        vpDomainPressure *d = key;
+
+        d->wakeups /= d->nvcpus;
+        d->wait /= d->nvcpus;
+    }
+}
+
+void
+vpPressureUpdate(vpPressure *p, const vpLedger *ledger, const vpPressureInput *in)
+{
+    g_autofree PURaw *raw = g_new0(PURaw, p->npus);
+    g_autofree bool *measured = g_new0(bool, p->npus);
+    GHashTableIter it;
+    gpointer key;
+
+    p->generation++;
+    for (guint i = 0; i < in->vcpus->len; i++) {
+        const vpPressureSample *s = &g_array_index(in->vcpus, vpPressureSample, i);
+
+        if (s->domain && s->interval_ns > 0)
+            foldVcpu(p, ledger, s, raw);
+    }
+    g_hash_table_foreach_remove(p->vcpus, vcpuUnseen, p);
+
+    for (guint i = 0; i < in->cpus->len; i++) {
+        const vpCpuSample *c = &g_array_index(in->cpus, vpCpuSample, i);
+        int pu = vpTopologyPUByOS(p->topo, c->cpu);
+
+        if (pu < 0 || c->interval_ns == 0)
+            continue;
+        raw[pu].load = fraction(c->busy_ns, c->interval_ns);
+        measured[pu] = true;
+    }
+    for (int pu = 0; pu < p->npus; pu++) {
+        if (!measured[pu])
+            raw[pu].load = MIN(1.0, raw[pu].run);
+        splitLoad(ledger, pu, &raw[pu], measured[pu]);
+        p->pus[pu].pub.measured = measured[pu];
+        foldPU(p, pu, &raw[pu]);
+    }
+    for (int c = 0; c < p->ncores; c++)
+        foldCore(p, ledger, c, raw);
+
+    g_hash_table_iter_init(&it, p->vcpus);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        VcpuState *st = key;
+        double corun = 0;
+
+        if (st->pub.pu >= 0)
+            corun = st->run_raw * foreignAround(p, ledger, st->pub.pu, raw);
+        smooth(&st->pub.corun_foreign, corun, p->cfg.alpha, st->fresh);
+        st->fresh = false;
+    }
+    foldDomains(p);
+}
+
+void
+vpPressureForgetPU(vpPressure *p, int pu)
+{
+    int c;
+
+    g_return_if_fail(pu >= 0 && pu < p->npus);
+    memset(&p->pus[pu].pub, 0, sizeof(p->pus[pu].pub));
+    p->pus[pu].fresh = true;
+    c = vpTopologyPU(p->topo, pu)->core;
+    memset(&p->cores[c].pub, 0, sizeof(p->cores[c].pub));
+    p->cores[c].fresh = true;
+}
+
+void
+vpPressureForgetVcpu(vpPressure *p, const char *domain, int vcpu)
+{
+    VcpuState *st = vcpuLookup(p, domain, vcpu);
+
+    if (!st)
+        return;
+    st->fresh = true;
+    st->pub.intervals = 0;
+}
+
+const vpPressureConfig *
+vpPressureGetConfig(const vpPressure *p)
+{
+    return &p->cfg;
+}
+
+const vpTopology *
+vpPressureTopology(const vpPressure *p)
+{
+    return p->topo;
+}
+
+guint64
+vpPressureIntervals(const vpPressure *p)
+{
+    return p->generation;
+}
+
+const vpVcpuPressure *
+vpPressureVcpu(const vpPressure *p, const char *domain, int vcpu)
+{
+    VcpuState *st = vcpuLookup(p, domain, vcpu);
+
+    return st ? &st->pub : NULL;
+}
+
+static int
+vcpuCompare(gconstpointer a, gconstpointer b)
+{
+    const vpVcpuPressure *x = *(const vpVcpuPressure *const *)a;
+    const vpVcpuPressure *y = *(const vpVcpuPressure *const *)b;
+    int r = strcmp(x->domain, y->domain);
+
+    return r ? r : (x->vcpu > y->vcpu) - (x->vcpu < y->vcpu);
+}
+
+GPtrArray *
+vpPressureVcpus(const vpPressure *p)
+{
+    GPtrArray *all = g_ptr_array_sized_new(g_hash_table_size(p->vcpus));
+    GHashTableIter it;
+    gpointer key;
+
+    g_hash_table_iter_init(&it, p->vcpus);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+        g_ptr_array_add(all, &((VcpuState *)key)->pub);
+    g_ptr_array_sort(all, vcpuCompare);
+    return all;
+}
+
+const vpPUPressure *
+vpPressurePU(const vpPressure *p, int pu)
+{
+    g_return_val_if_fail(pu >= 0 && pu < p->npus, NULL);
+    return &p->pus[pu].pub;
+}
+
+const vpCorePressure *
+vpPressureCore(const vpPressure *p, int core)
+{
+    g_return_val_if_fail(core >= 0 && core < p->ncores, NULL);
+    return &p->cores[core].pub;
+}
+
+const vpDomainPressure *
+vpPressureDomain(const vpPressure *p, const char *domain)
+{
+    return g_hash_table_lookup(p->domains, domain);
+}
+
+bool
+vpPressurePUHot(const vpPressure *p, int pu)
+{
+    return vpPressurePU(p, pu)->hot_streak >= p->cfg.persistence;
+}
+
+bool
+vpPressurePUIdle(const vpPressure *p, int pu)
+{
+    return vpPressurePU(p, pu)->idle_streak >= p->cfg.persistence;
+}
+
+bool
+vpPressureCoreContended(const vpPressure *p, int core)
+{
+    return vpPressureCore(p, core)->contended_streak >= p->cfg.persistence;
+}
