@@ -255,13 +255,11 @@ fullSync(vpDaemon *d, virConnectPtr conn)
         return;
     }
     g_autoptr(GHashTable) running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         g_hash_table_add(running, g_strdup(virDomainGetName(doms[i])));
-        g_hash_table_remove(d->pending, virDomainGetName(doms[i]));
-        syncDomain(d, doms[i]);
-        virDomainFree(doms[i]);
-    }
-    g_free(doms);
+
+    /* Release first: what the gone held is free for the domains synced below, whose live
+     * pins may have moved onto it while vcpuplace was not looking. */
     g_autoptr(GPtrArray) before = vpManagerNames(d->mgr);
     g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
     for (guint i = 0; i < before->len; i++)
@@ -271,6 +269,28 @@ fullSync(vpDaemon *d, virConnectPtr conn)
         if (!vpManagerRecord(d->mgr, names->pdata[i]))
             notify(d, names->pdata[i], NULL, NULL);
     }
+
+    /* Claims before newcomers: first what vcpuplace recorded, then domains whose live pins
+     * are all single CPUs (their own <cputune>, or placed before the ledger was lost),
+     * then those to be placed now, so that no newcomer takes a CPU someone runs on. */
+    g_autofree int *pass = g_new0(int, MAX(n, 1));
+    for (int i = 0; i < n; i++) {
+        if (vpManagerRecord(d->mgr, virDomainGetName(doms[i])))
+            continue;
+        g_autoptr(vpLivePins) live = vpVirPinsRead(doms[i], vpVirConnLiveFlags(d->vc), NULL);
+        pass[i] = live && vpLivePinsAllSingle(live) ? 1 : 2;
+    }
+    for (int p = 0; p < 3; p++) {
+        for (int i = 0; i < n; i++) {
+            if (pass[i] != p)
+                continue;
+            g_hash_table_remove(d->pending, virDomainGetName(doms[i]));
+            syncDomain(d, doms[i]);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        virDomainFree(doms[i]);
+    g_free(doms);
     logMsg(G_LOG_LEVEL_INFO, "synchronised with libvirt: %d running, %u released, %u recorded", n,
            released, vpLedgerNDomains(vpManagerLedger(d->mgr)));
 }
@@ -655,4 +675,10 @@ gboolean
 vpDaemonConnected(const vpDaemon *d)
 {
     return vpVirConnGet(d->vc) != NULL;
+}
+
+virConnectPtr
+vpDaemonLibvirt(const vpDaemon *d)
+{
+    return vpVirConnGet(d->vc);
 }

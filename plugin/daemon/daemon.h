@@ -36,3 +36,7 @@ vpManager *vpDaemonManager(vpDaemon *d);
 gboolean vpDaemonBusy(const vpDaemon *d);
 /* TRUE while a libvirt connection is open. */
 gboolean vpDaemonConnected(const vpDaemon *d);
+/* The open libvirt connection (NULL while disconnected); borrowed. Later stages use it
+ * to read what the daemon placed; the integration tier drives the test driver through
+ * it, whose state is private to each connection. */
+virConnectPtr vpDaemonLibvirt(const vpDaemon *d);

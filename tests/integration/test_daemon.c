@@ -1,0 +1,701 @@
+/*
+ * Integration tier: vcpuplaced (in-process, its real modules and main loop), the real
+ * vcpuplace-hook and vcpuplace binaries, against libvirt's test driver.
+ *
+ * The test driver keeps its domains per connection, and only test:///default is shared
+ * by the connections of one process; so the tests drive domains through the daemon's
+ * own connection (vpDaemonLibvirt), and the restart test uses test:///default with a
+ * connection of its own that keeps the state alive between two daemons. The topology
+ * comes from hwloc synthetic strings, since the test driver reports no siblings.
+ */
+#include "core/ledger.h"
+#include "daemon/daemon.h"
+#include "daemon/proto.h"
+#include "libvirt/pinning.h"
+
+#include <check.h>
+#include <glib/gstdio.h>
+#include <libvirt/virterror.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define POLICY_NS "http://vcpuplace.org/xmlns/policy/1.0"
+
+/* testnode-256.xml is 2 packages x 4 NUMA x 2 L3 x 8 cores x 2 threads. */
+#define BIG_TOPOLOGY "synthetic:pack:2 group:4 [numa] l3:2 core:8 pu:2"
+/* test:///default reports 2 nodes x 2 sockets x 2 cores x 2 threads. */
+#define DEFAULT_TOPOLOGY "synthetic:pack:2 core:4 pu:2"
+
+static char *tmpdir;
+
+static GLogWriterOutput
+quietWriter(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
+{
+    if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL))
+        return g_log_writer_standard_streams(level, fields, n, data);
+    return G_LOG_WRITER_HANDLED;
+}
+static char *confpath;
+
+static void
+setupTmp(void)
+{
+    tmpdir = g_dir_make_tmp("vp-integration-XXXXXX", NULL);
+    ck_assert_ptr_nonnull(tmpdir);
+    confpath = g_build_filename(tmpdir, "vcpuplaced.conf", NULL);
+}
+
+static void
+teardownTmp(void)
+{
+    g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+    g_clear_pointer(&tmpdir, g_free);
+    g_clear_pointer(&confpath, g_free);
+}
+
+static void
+writeConfig(const char *uri, const char *topology, const char *extra)
+{
+    g_autofree char *text = g_strdup_printf("[daemon]\nuri=%s\ntopology=%s\n"
+                                            "socket=%s/sock\nstate=%s/state/ledger.json\n%s",
+                                            uri, topology, tmpdir, tmpdir, extra ? extra : "");
+    ck_assert(g_file_set_contents(confpath, text, -1, NULL));
+}
+
+static void
+waitIdle(vpDaemon *d)
+{
+    /* Check's per-test timeout bounds a daemon that never settles. */
+    while (vpDaemonBusy(d))
+        g_main_context_iteration(NULL, TRUE);
+    while (g_main_context_iteration(NULL, FALSE))
+        ;
+    while (vpDaemonBusy(d))
+        g_main_context_iteration(NULL, TRUE);
+}
+
+static vpDaemon *
+startDaemon(void)
+{
+    g_autoptr(GError) err = NULL;
+    vpConfig *cfg = vpConfigLoad(confpath, &err);
+    ck_assert_msg(cfg, "config: %s", err ? err->message : "");
+    vpDaemon *d = vpDaemonNew(cfg, &err);
+    ck_assert_msg(d, "daemon: %s", err ? err->message : "");
+    vpDaemonStart(d);
+    ck_assert(vpDaemonConnected(d));
+    waitIdle(d);
+    return d;
+}
+
+static char *
+domainXML(const char *name, unsigned vcpus, const char *policy, const char *cputune)
+{
+    return g_strdup_printf(
+        "<domain type='test'><name>%s</name><memory>65536</memory>"
+        "<vcpu>%u</vcpu><os><type>hvm</type></os>%s%s%s%s</domain>",
+        name, vcpus, policy ? "<metadata><vcpuplace:policy xmlns:vcpuplace='" POLICY_NS "' " : "",
+        policy ? policy : "", policy ? "/></metadata>" : "", cputune ? cputune : "");
+}
+
+static virDomainPtr
+define(virConnectPtr conn, const char *xml)
+{
+    virDomainPtr dom = virDomainDefineXML(conn, xml);
+    ck_assert_msg(dom, "define: %s", virGetLastErrorMessage());
+    return dom;
+}
+
+/* ---- running the real binaries while the daemon's loop turns -------------------------- */
+
+typedef struct {
+    gboolean done;
+    int status;
+    char *out;
+    char *err;
+} vpRun;
+
+static void
+runDone(GObject *src, GAsyncResult *res, gpointer data)
+{
+    vpRun *r = data;
+    g_autoptr(GError) err = NULL;
+    ck_assert_msg(
+        g_subprocess_communicate_utf8_finish(G_SUBPROCESS(src), res, &r->out, &r->err, &err),
+        "communicate: %s", err->message);
+    r->status = g_subprocess_get_if_exited(G_SUBPROCESS(src))
+                    ? g_subprocess_get_exit_status(G_SUBPROCESS(src))
+                    : 128 + g_subprocess_get_term_sig(G_SUBPROCESS(src));
+    r->done = TRUE;
+}
+
+/* Runs argv with input on stdin and VCPUPLACE_CONFIG set; returns the exit status. */
+static int
+run(const char *const *argv, const char *input, char **out, char **errout)
+{
+    /* stdin from a file: a program that exits without reading it (as the hook does for
+     * operations it ignores) must not turn into a broken pipe here. */
+    g_autofree char *inpath = g_build_filename(tmpdir, "stdin", NULL);
+    ck_assert(g_file_set_contents(inpath, input ? input : "", -1, NULL));
+    g_autoptr(GSubprocessLauncher) l =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_subprocess_launcher_set_stdin_file_path(l, inpath);
+    g_subprocess_launcher_setenv(l, "VCPUPLACE_CONFIG", confpath, TRUE);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GSubprocess) p = g_subprocess_launcher_spawnv(l, argv, &err);
+    ck_assert_msg(p, "spawn %s: %s", argv[0], err ? err->message : "");
+    vpRun r = {0};
+    g_subprocess_communicate_utf8_async(p, NULL, NULL, runDone, &r);
+    while (!r.done)
+        g_main_context_iteration(NULL, TRUE);
+    if (out)
+        *out = g_steal_pointer(&r.out);
+    if (errout)
+        *errout = g_steal_pointer(&r.err);
+    g_free(r.out);
+    g_free(r.err);
+    return r.status;
+}
+
+static int
+hook(const char *name, const char *op, const char *subop, const char *xml, char **errout)
+{
+    const char *argv[] = {VP_HOOK, name, op, subop, "-", NULL};
+    return run(argv, xml, NULL, errout);
+}
+
+/* ---- invariants -------------------------------------------------------------------------- */
+
+typedef struct {
+    guint applied, pinned, unplaced;
+} vpCounts;
+
+/* Checks libvirt against the daemon: every running domain is known; a placed one shows
+ * its plan in libvirt's live pins; no two domains' vCPUs are pinned to one CPU; nothing
+ * is held for a domain that does not run; the ledger has no double booking. */
+static vpCounts
+checkInvariants(vpDaemon *d)
+{
+    vpManager *m = vpDaemonManager(d);
+    virConnectPtr conn = vpDaemonLibvirt(d);
+    g_autoptr(GError) err = NULL;
+    ck_assert_msg(vpLedgerCheck(vpManagerLedger(m), &err), "ledger: %s", err ? err->message : "");
+
+    vpCounts c = {0};
+    virDomainPtr *doms = NULL;
+    int n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+    ck_assert_int_ge(n, 0);
+    g_autoptr(GHashTable) running = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GHashTable) cpuOwner = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (int i = 0; i < n; i++) {
+        const char *name = virDomainGetName(doms[i]);
+        g_hash_table_add(running, (gpointer)name);
+        const vpDomRecord *rec = vpManagerRecord(m, name);
+        ck_assert_msg(rec, "running domain %s unknown to the daemon", name);
+        const vpPlan *plan = vpLedgerLookup(vpManagerLedger(m), name);
+        g_autoptr(vpLivePins) live = vpVirPinsRead(doms[i], 0, &err);
+        ck_assert_msg(live, "%s: %s", name, err ? err->message : "");
+        switch (rec->state) {
+        case VP_DOM_APPLIED: {
+            ck_assert_msg(plan, "%s applied but not in the ledger", name);
+            g_autofree char *diff = vpLivePinsDiff(live, plan);
+            ck_assert_msg(!diff, "%s: libvirt differs from the ledger: %s", name, diff);
+            for (unsigned v = 0; v < plan->nvcpus; v++) {
+                int cpu = plan->vcpu_pu[v];
+                if (cpu < 0)
+                    continue;
+                const char *other = g_hash_table_lookup(cpuOwner, GINT_TO_POINTER(cpu + 1));
+                ck_assert_msg(!other, "CPU %d pinned for %s and %s", cpu, other, name);
+                g_hash_table_insert(cpuOwner, GINT_TO_POINTER(cpu + 1), (gpointer)name);
+            }
+            c.applied++;
+            break;
+        }
+        case VP_DOM_PINNED:
+            ck_assert_msg(plan && plan->how == VP_HOW_PINNED, "%s: pinned without its plan", name);
+            c.pinned++;
+            break;
+        case VP_DOM_UNPLACED:
+            ck_assert_msg(!plan, "%s unplaced yet in the ledger", name);
+            c.unplaced++;
+            break;
+        default:
+            ck_abort_msg("running domain %s left in state %s (%s)", name,
+                         vpDomStateName(rec->state), rec->error ? rec->error : "");
+        }
+    }
+    g_autoptr(GPtrArray) held = vpLedgerDomains(vpManagerLedger(m));
+    for (guint i = 0; i < held->len; i++)
+        ck_assert_msg(g_hash_table_contains(running, held->pdata[i]),
+                      "ledger holds PUs for %s, which does not run", (char *)held->pdata[i]);
+    for (int i = 0; i < n; i++)
+        virDomainFree(doms[i]);
+    free(doms);
+    return c;
+}
+
+/* ---- tests --------------------------------------------------------------------------- */
+
+START_TEST(test_start_stop_placed_released)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-256.xml", BIG_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+    virConnectPtr conn = vpDaemonLibvirt(d);
+    vpManager *m = vpDaemonManager(d);
+
+    g_autofree char *xml = domainXML("iso", 4, "smt='isolate'", NULL);
+    virDomainPtr dom = define(conn, xml);
+    ck_assert_int_eq(virDomainCreate(dom), 0);
+    waitIdle(d);
+
+    const vpDomRecord *rec = vpManagerRecord(m, "iso");
+    ck_assert_ptr_nonnull(rec);
+    ck_assert_str_eq(vpDomStateName(rec->state), "applied");
+    const vpPlan *plan = vpManagerPlan(m, "iso");
+    ck_assert_int_eq(plan->how, VP_HOW_PLACED);
+    ck_assert_uint_eq(plan->nvcpus, 4);
+    /* isolate: each vCPU's sibling is held idle. */
+    ck_assert_int_eq(hwloc_bitmap_weight(plan->reserved), 4);
+    checkInvariants(d);
+
+    ck_assert_int_eq(virDomainDestroy(dom), 0);
+    waitIdle(d);
+    ck_assert_ptr_null(vpManagerRecord(m, "iso"));
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(m)), 0);
+
+    /* The ledger on disk says the same. */
+    g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
+    g_autoptr(vpLedger) saved = vpLedgerLoad(vpManagerTopology(m), state, NULL);
+    ck_assert_ptr_nonnull(saved);
+    ck_assert_uint_eq(vpLedgerNDomains(saved), 0);
+    virDomainFree(dom);
+}
+END_TEST
+
+START_TEST(test_hook_reserve_then_start)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-256.xml", BIG_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+    virConnectPtr conn = vpDaemonLibvirt(d);
+    vpManager *m = vpDaemonManager(d);
+
+    g_autofree char *xml = domainXML("web", 3, "smt='spread'", NULL);
+    virDomainPtr dom = define(conn, xml);
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(hook("web", "prepare", "begin", xml, &err), 0);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "web")->state), "reserved");
+    hwloc_bitmap_t reserved = vpPlanHeld(vpManagerPlan(m, "web"));
+
+    ck_assert_int_eq(virDomainCreate(dom), 0);
+    ck_assert_int_eq(hook("web", "started", "begin", xml, NULL), 0);
+    waitIdle(d);
+    /* The start uses the reservation: same PUs, now applied. */
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "web")->state), "applied");
+    hwloc_bitmap_t applied = vpPlanHeld(vpManagerPlan(m, "web"));
+    ck_assert(hwloc_bitmap_isequal(reserved, applied));
+    checkInvariants(d);
+
+    ck_assert_int_eq(virDomainDestroy(dom), 0);
+    ck_assert_int_eq(hook("web", "stopped", "end", xml, NULL), 0);
+    ck_assert_int_eq(hook("web", "release", "end", xml, NULL), 0);
+    waitIdle(d);
+    ck_assert_ptr_null(vpManagerRecord(m, "web"));
+    hwloc_bitmap_free(reserved);
+    hwloc_bitmap_free(applied);
+    virDomainFree(dom);
+}
+END_TEST
+
+START_TEST(test_hook_refusal_and_failure_modes)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-2s24c2t.xml",
+                "synthetic:pack:2 [numa] l3:1 core:24 pu:2", NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+
+    /* 49 isolated vCPUs need 49 whole cores; the host has 48. */
+    g_autofree char *big = domainXML("huge", 49, "smt='isolate' unmet='refuse'", NULL);
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(hook("huge", "prepare", "begin", big, &err), 1);
+    ck_assert_msg(strstr(err, "vcpuplace: refusing to start huge:"), "stderr: %s", err);
+    ck_assert_ptr_null(vpManagerRecord(vpDaemonManager(d), "huge"));
+    g_clear_pointer(&err, g_free);
+
+    /* A bad policy value is refused, naming attribute and value. */
+    g_autofree char *bad = domainXML("bad", 1, "smt='sideways'", NULL);
+    ck_assert_int_eq(hook("bad", "prepare", "begin", bad, &err), 1);
+    ck_assert_msg(strstr(err, "sideways"), "stderr: %s", err);
+    g_clear_pointer(&err, g_free);
+
+    /* No metadata: the daemon's defaults apply. */
+    g_autofree char *plain = domainXML("plain", 2, NULL, NULL);
+    ck_assert_int_eq(hook("plain", "prepare", "begin", plain, NULL), 0);
+    ck_assert_str_eq(vpSmtName(vpManagerPlan(vpDaemonManager(d), "plain")->policy.smt), "spread");
+
+    /* Arguments libvirt never sends, and operations vcpuplace ignores: exit 0. */
+    const char *few[] = {VP_HOOK, "plain", "prepare", NULL};
+    ck_assert_int_eq(run(few, "", NULL, &err), 0);
+    ck_assert_msg(strstr(err, "expected 4"), "stderr: %s", err);
+    g_clear_pointer(&err, g_free);
+    ck_assert_int_eq(hook("plain", "migrate", "begin", plain, &err), 0);
+    ck_assert_str_eq(err, "");
+    g_clear_pointer(&err, g_free);
+    ck_assert_int_eq(hook("plain", "prepare", "begin", "", &err), 0);
+    ck_assert_msg(strstr(err, "no usable domain XML"), "stderr: %s", err);
+    g_clear_pointer(&err, g_free);
+
+    /* Daemon unreachable: open lets the start go on and says why; closed refuses. */
+    g_autofree char *nowhere =
+        g_strdup_printf("[daemon]\nsocket=%s/nobody-listens\nhook_failure=open\n", tmpdir);
+    ck_assert(g_file_set_contents(confpath, nowhere, -1, NULL));
+    ck_assert_int_eq(hook("plain", "prepare", "begin", plain, &err), 0);
+    ck_assert_msg(strstr(err, "cannot connect") && strstr(err, "hook_failure=open"), "stderr: %s",
+                  err);
+    g_clear_pointer(&err, g_free);
+    g_autofree char *closed =
+        g_strdup_printf("[daemon]\nsocket=%s/nobody-listens\nhook_failure=closed\n", tmpdir);
+    ck_assert(g_file_set_contents(confpath, closed, -1, NULL));
+    ck_assert_int_eq(hook("plain", "prepare", "begin", plain, &err), 1);
+    ck_assert_msg(strstr(err, "refusing to start plain") && strstr(err, "hook_failure=closed"),
+                  "stderr: %s", err);
+    g_clear_pointer(&err, g_free);
+    /* A stop is never refused, whatever the mode. */
+    ck_assert_int_eq(hook("plain", "release", "end", plain, NULL), 0);
+}
+END_TEST
+
+/* A listener that accepts nothing: connect succeeds into the backlog, no reply comes. */
+START_TEST(test_hook_times_out)
+{
+    g_autofree char *path = g_build_filename(tmpdir, "mute", NULL);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(listen(fd, 8), 0);
+    g_autofree char *conf = g_strdup_printf("[daemon]\nsocket=%s\nhook_timeout_ms=200\n", path);
+    ck_assert(g_file_set_contents(confpath, conf, -1, NULL));
+    g_autofree char *xml = domainXML("slow", 1, NULL, NULL);
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(hook("slow", "prepare", "begin", xml, &err), 0);
+    ck_assert_msg(strstr(err, "no reply from vcpuplaced") && strstr(err, "hook_failure=open"),
+                  "stderr: %s", err);
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_cputune_pins_respected)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-256.xml", BIG_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+    virConnectPtr conn = vpDaemonLibvirt(d);
+    g_autofree char *xml =
+        domainXML("own", 2, NULL,
+                  "<cputune><vcpupin vcpu='0' cpuset='100'/><vcpupin vcpu='1' cpuset='101'/>"
+                  "</cputune>");
+    virDomainPtr dom = define(conn, xml);
+    ck_assert_int_eq(virDomainCreate(dom), 0);
+    waitIdle(d);
+    const vpPlan *plan = vpManagerPlan(vpDaemonManager(d), "own");
+    ck_assert_ptr_nonnull(plan);
+    ck_assert_int_eq(plan->how, VP_HOW_PINNED);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(vpDaemonManager(d), "own")->state), "pinned");
+    g_autoptr(vpLivePins) live = vpVirPinsRead(dom, 0, NULL);
+    ck_assert(hwloc_bitmap_isset(live->vcpu[0], 100) && hwloc_bitmap_weight(live->vcpu[0]) == 1);
+    ck_assert(hwloc_bitmap_isset(live->vcpu[1], 101) && hwloc_bitmap_weight(live->vcpu[1]) == 1);
+
+    /* Later placements keep off the pinned domain's CPUs. */
+    g_autofree char *other = domainXML("other", 64, "smt='share'", NULL);
+    virDomainPtr dom2 = define(conn, other);
+    ck_assert_int_eq(virDomainCreate(dom2), 0);
+    waitIdle(d);
+    checkInvariants(d);
+    const vpPlan *p2 = vpManagerPlan(vpDaemonManager(d), "other");
+    for (unsigned i = 0; i < p2->nvcpus; i++)
+        ck_assert(p2->vcpu_pu[i] != 100 && p2->vcpu_pu[i] != 101);
+    virDomainFree(dom);
+    virDomainFree(dom2);
+}
+END_TEST
+
+static const char *const policies[] = {
+    "smt='spread'",
+    "smt='isolate'",
+    "smt='pack'",
+    "smt='share'",
+    "smt='spread' unmet='degrade'",
+    "smt='isolate' unmet='degrade'",
+    "smt='spread' group='blue'",
+    "smt='share' group='blue'",
+};
+
+START_TEST(test_random_churn)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-256.xml", BIG_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+    virConnectPtr conn = vpDaemonLibvirt(d);
+    vpManager *m = vpDaemonManager(d);
+    const char *seedenv = g_getenv("VP_SEED");
+    guint32 seed = seedenv ? (guint32)g_ascii_strtoull(seedenv, NULL, 10) : 20240601;
+    g_autoptr(GRand) rnd = g_rand_new_with_seed(seed);
+
+    enum { NDOMS = 40, NOPS = 200 };
+    virDomainPtr doms[NDOMS];
+    char *xmls[NDOMS];
+    for (int i = 0; i < NDOMS; i++) {
+        g_autofree char *name = g_strdup_printf("d%02d", i);
+        unsigned vcpus = 1u << g_rand_int_range(rnd, 0, 6); /* 1..32 */
+        const char *pol = policies[g_rand_int_range(rnd, 0, G_N_ELEMENTS(policies))];
+        xmls[i] = domainXML(name, vcpus, pol, NULL);
+        doms[i] = define(conn, xmls[i]);
+    }
+
+    guint starts = 0, stops = 0, refused = 0, viaHook = 0, maxRunning = 0, running = 0;
+    vpCounts last = {0};
+    gint64 t0 = g_get_monotonic_time();
+    for (int op = 0; op < NOPS; op++) {
+        int i = g_rand_int_range(rnd, 0, NDOMS);
+        const char *name = virDomainGetName(doms[i]);
+        gboolean useHook = g_rand_boolean(rnd);
+        if (virDomainIsActive(doms[i]) == 1) {
+            ck_assert_int_eq(virDomainDestroy(doms[i]), 0);
+            if (useHook) {
+                ck_assert_int_eq(hook(name, "stopped", "end", xmls[i], NULL), 0);
+                ck_assert_int_eq(hook(name, "release", "end", xmls[i], NULL), 0);
+            }
+            stops++;
+            running--;
+        } else {
+            if (useHook) {
+                viaHook++;
+                g_autofree char *err = NULL;
+                int rc = hook(name, "prepare", "begin", xmls[i], &err);
+                if (rc == 1) {
+                    ck_assert_msg(strstr(err, "refusing to start"), "stderr: %s", err);
+                    refused++;
+                    waitIdle(d);
+                    checkInvariants(d);
+                    continue;
+                }
+                ck_assert_msg(rc == 0, "hook rc %d: %s", rc, err);
+            }
+            ck_assert_int_eq(virDomainCreate(doms[i]), 0);
+            if (useHook)
+                ck_assert_int_eq(hook(name, "started", "begin", xmls[i], NULL), 0);
+            starts++;
+            running++;
+            maxRunning = MAX(maxRunning, running);
+        }
+        waitIdle(d);
+        last = checkInvariants(d);
+    }
+    double ms = (g_get_monotonic_time() - t0) / 1000.0;
+
+    /* Stop everything: nothing may remain held. */
+    for (int i = 0; i < NDOMS; i++) {
+        if (virDomainIsActive(doms[i]) == 1)
+            ck_assert_int_eq(virDomainDestroy(doms[i]), 0);
+    }
+    waitIdle(d);
+    checkInvariants(d);
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(m)), 0);
+    g_autoptr(GPtrArray) names = vpManagerNames(m);
+    ck_assert_uint_eq(names->len, 0);
+
+    printf("churn (seed %u): %d operations: %u starts, %u stops; %u starts asked the hook "
+           "first, which refused %u; at most %u running; at the end %u applied, %u unplaced; "
+           "%.1f ms per operation including the hook processes\n",
+           seed, NOPS, starts, stops, viaHook, refused, maxRunning, last.applied, last.unplaced,
+           ms / NOPS);
+    ck_assert_uint_gt(starts, 50);
+    for (int i = 0; i < NDOMS; i++) {
+        virDomainFree(doms[i]);
+        g_free(xmls[i]);
+    }
+}
+END_TEST
+
+/* Restart: what happened while the daemon was down is found and reconciled. */
+START_TEST(test_restart_reconciles)
+{
+    writeConfig("test:///default", DEFAULT_TOPOLOGY, NULL);
+    /* Holds test:///default's shared state between the two daemons. It already runs a
+     * domain named "test", unpinned. */
+    virConnectPtr conn = virConnectOpen("test:///default");
+    ck_assert_ptr_nonnull(conn);
+    g_autofree char *xa = domainXML("a", 2, "smt='spread'", NULL);
+    g_autofree char *xb = domainXML("b", 2, "smt='spread'", NULL);
+    g_autofree char *xgone = domainXML("gone", 2, "smt='spread'", NULL);
+    g_autofree char *xnew = domainXML("new", 2, "smt='spread'", NULL);
+    g_autofree char *xown =
+        domainXML("own", 1, NULL, "<cputune><vcpupin vcpu='0' cpuset='15'/></cputune>");
+    virDomainPtr a = define(conn, xa), b = define(conn, xb), gone = define(conn, xgone);
+    virDomainPtr fresh = define(conn, xnew), own = define(conn, xown);
+    ck_assert_int_eq(virDomainCreate(a), 0);
+    ck_assert_int_eq(virDomainCreate(b), 0);
+    ck_assert_int_eq(virDomainCreate(gone), 0);
+
+    vpDaemon *d = startDaemon();
+    vpCounts c = checkInvariants(d);
+    ck_assert_uint_eq(c.applied, 4); /* test, a, b, gone */
+    int freed = vpManagerPlan(vpDaemonManager(d), "gone")->vcpu_pu[0];
+    vpDaemonFree(d);
+
+    /* While it is down: one domain stops, one is moved by hand, two start. */
+    ck_assert_int_eq(virDomainDestroy(gone), 0);
+    unsigned char map[2] = {0};
+    VIR_USE_CPU(map, freed);
+    ck_assert_int_eq(virDomainPinVcpuFlags(b, 0, map, sizeof(map), 0), 0);
+    ck_assert_int_eq(virDomainCreate(fresh), 0);
+    ck_assert_int_eq(virDomainCreate(own), 0);
+
+    d = startDaemon();
+    vpManager *m = vpDaemonManager(d);
+    c = checkInvariants(d);
+    ck_assert_ptr_null(vpManagerRecord(m, "gone"));
+    const vpPlan *pb = vpManagerPlan(m, "b");
+    ck_assert_int_eq(pb->how, VP_HOW_ADOPTED);
+    ck_assert_int_eq(pb->vcpu_pu[0], freed);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "new")->state), "applied");
+    ck_assert_int_eq(vpManagerPlan(m, "new")->how, VP_HOW_PLACED);
+    ck_assert_int_eq(vpManagerPlan(m, "own")->how, VP_HOW_PINNED);
+    ck_assert_int_eq(vpManagerPlan(m, "a")->how, VP_HOW_PLACED);
+    ck_assert_uint_eq(c.applied, 4); /* test, a, b, new */
+    ck_assert_uint_eq(c.pinned, 1);
+    vpDaemonFree(d);
+
+    virDomainPtr all[] = {a, b, gone, fresh, own};
+    for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
+        virDomainFree(all[i]);
+    virConnectClose(conn);
+}
+END_TEST
+
+/* Bad peers and bad messages get an error reply; the daemon goes on serving. */
+START_TEST(test_socket_bad_input)
+{
+    writeConfig("test:///default", DEFAULT_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+    g_autofree char *sock = g_build_filename(tmpdir, "sock", NULL);
+    const char *argv[] = {VP_SOCKCLIENT, sock, NULL};
+
+    g_autofree char *out = NULL;
+    ck_assert_int_eq(run(argv,
+                         "garbage\n[1]\n{\"op\":\"nope\"}\n{\"op\":\"status\",\"name\":7}\n"
+                         "{\"op\":\"reserve\",\"name\":\"x\"}\n{\"op\":\"status\"}\n",
+                         &out, NULL),
+                     0);
+    g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+    ck_assert_uint_eq(g_strv_length(lines), 7);
+    ck_assert_msg(strstr(lines[0], "\"ok\":false") && strstr(lines[0], "invalid JSON"), "%s",
+                  lines[0]);
+    ck_assert_msg(strstr(lines[1], "not a JSON object"), "%s", lines[1]);
+    ck_assert_msg(strstr(lines[2], "unknown operation 'nope'"), "%s", lines[2]);
+    ck_assert_msg(strstr(lines[3], "member 'name' is not a string"), "%s", lines[3]);
+    ck_assert_msg(strstr(lines[4], "member 'xml' is missing"), "%s", lines[4]);
+    ck_assert_msg(strstr(lines[5], "\"ok\":true"), "%s", lines[5]);
+    g_clear_pointer(&out, g_free);
+
+    /* Over the bound without a newline: an error reply, then the connection closes. */
+    g_autofree char *huge = g_malloc(2 * VP_PROTO_MAX_MESSAGE + 1);
+    memset(huge, 'x', 2 * VP_PROTO_MAX_MESSAGE);
+    huge[2 * VP_PROTO_MAX_MESSAGE] = '\0';
+    ck_assert_int_eq(run(argv, huge, &out, NULL), 0);
+    ck_assert_msg(strstr(out, "exceeds 1048576 bytes"), "%s", out);
+    g_clear_pointer(&out, g_free);
+
+    if (geteuid() != 0) {
+        printf("test_socket_bad_input: not root, the non-root peer check is skipped\n");
+    } else {
+        /* The socket is 0600: a non-root process cannot even connect. Opened up, the
+         * daemon's own credential check still refuses it. */
+        const char *nobody[] = {
+            "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", VP_SOCKCLIENT, sock,
+            NULL};
+        g_autofree char *err = NULL;
+        ck_assert_int_ne(run(nobody, "{\"op\":\"status\"}\n", &out, &err), 0);
+        ck_assert_msg(strstr(err, "Permission denied"), "stderr: %s", err);
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+        ck_assert_int_eq(g_chmod(tmpdir, 0711), 0);
+        ck_assert_int_eq(g_chmod(sock, 0666), 0);
+        ck_assert_int_eq(run(nobody, "{\"op\":\"status\"}\n", &out, &err), 0);
+        ck_assert_msg(strstr(out, "permission denied: peer uid 65534 is not root"), "%s", out);
+        g_clear_pointer(&out, g_free);
+    }
+
+    /* Still serving. */
+    ck_assert_int_eq(run(argv, "{\"op\":\"topology\"}\n", &out, NULL), 0);
+    ck_assert_msg(strstr(out, "\"ok\":true") && strstr(out, "\"owners\""), "%s", out);
+}
+END_TEST
+
+/* The CLI against the running daemon: status as text and JSON. */
+START_TEST(test_cli_status)
+{
+    writeConfig("test:///default", DEFAULT_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+    const char *argv[] = {VP_CLI, "status", "--config", confpath, NULL};
+    g_autofree char *out = NULL;
+    ck_assert_int_eq(run(argv, NULL, &out, NULL), 0);
+    /* test:///default runs "test" with 2 vCPUs. */
+    ck_assert_msg(strstr(out, "test: applied, placed"), "%s", out);
+    ck_assert_msg(strstr(out, "vCPU  CPU"), "%s", out);
+    g_clear_pointer(&out, g_free);
+
+    const char *jargv[] = {VP_CLI, "status", "--json", "--config", confpath, "test", NULL};
+    ck_assert_int_eq(run(jargv, NULL, &out, NULL), 0);
+    g_autoptr(JsonParser) p = json_parser_new();
+    ck_assert(json_parser_load_from_data(p, out, -1, NULL));
+    JsonObject *o = json_node_get_object(json_parser_get_root(p));
+    JsonArray *doms = json_object_get_array_member(o, "domains");
+    ck_assert_uint_eq(json_array_get_length(doms), 1);
+    JsonObject *dom = json_array_get_object_element(doms, 0);
+    ck_assert_str_eq(json_object_get_string_member(dom, "state"), "applied");
+    JsonArray *vcpus = json_object_get_array_member(dom, "vcpus");
+    ck_assert_uint_eq(json_array_get_length(vcpus), 2);
+    g_clear_pointer(&out, g_free);
+
+    const char *missing[] = {VP_CLI, "status", "--config", confpath, "nosuch", NULL};
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(run(missing, NULL, &out, &err), 1);
+    ck_assert_msg(strstr(err, "'nosuch' is not managed"), "%s", err);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("daemon");
+    TCase *tc = tcase_create("integration");
+    tcase_add_checked_fixture(tc, setupTmp, teardownTmp);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_start_stop_placed_released);
+    tcase_add_test(tc, test_hook_reserve_then_start);
+    tcase_add_test(tc, test_hook_refusal_and_failure_modes);
+    tcase_add_test(tc, test_hook_times_out);
+    tcase_add_test(tc, test_cputune_pins_respected);
+    tcase_add_test(tc, test_restart_reconciles);
+    tcase_add_test(tc, test_socket_bad_input);
+    tcase_add_test(tc, test_cli_status);
+    tcase_add_test(tc, test_random_churn);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    /* Quiet unless a test fails: the daemon's info lines would drown Check's output. */
+    if (!g_getenv("VP_VERBOSE"))
+        g_log_set_writer_func(quietWriter, NULL, NULL);
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
