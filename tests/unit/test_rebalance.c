@@ -1109,7 +1109,7 @@ START_TEST(test_random_ledgers_keep_policy)
 
             for (unsigned v = 0; v < plan->nvcpus; v++) {
                 bool victim = g_rand_int_range(r, 0, 3) == 0;
-                Load l = {plan->domain, v, g_rand_double_range(r, 0.2, 0.9),
+                Load l = {g_intern_string(plan->domain), v, g_rand_double_range(r, 0.2, 0.9),
                           victim ? g_rand_double_range(r, 0.2, 0.6) : 0.01, wake};
 
                 g_array_append_val(loads, l);
