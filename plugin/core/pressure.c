@@ -515,6 +515,15 @@ smooth(double *avg, double x, double alpha, bool fresh)
     *avg = fresh ? x : *avg + alpha * (x - *avg);
 }
 
+static void
+smoothIf(double *avg, double x, double alpha, bool fresh, bool present)
+{
+    if (present)
+        smooth(avg, x, alpha, fresh);
+    else if (fresh)
+        *avg = 0;
+}
+
 static double
 fraction(guint64 part, guint64 whole)
 {
@@ -564,10 +573,11 @@ foldVcpu(vpPressure *p, const vpLedger *ledger, const vpPressureSample *s, PURaw
         wakeups = s->voluntary / secs;
     if (s->have & VP_HAVE_FORCEIDLE)
         forceidle = fraction(s->forceidle_ns, s->interval_ns);
-    smooth(&st->pub.run, run, a, st->fresh);
-    smooth(&st->pub.wait, wait, a, st->fresh);
-    smooth(&st->pub.wakeups, wakeups, a, st->fresh);
-    smooth(&st->pub.forceidle, forceidle, a, st->fresh);
+    /* a counter this sample lacks (degraded monitor) leaves its average alone */
+    smoothIf(&st->pub.run, run, a, st->fresh, s->have & VP_HAVE_SCHEDSTAT);
+    smoothIf(&st->pub.wait, wait, a, st->fresh, s->have & VP_HAVE_SCHEDSTAT);
+    smoothIf(&st->pub.wakeups, wakeups, a, st->fresh, s->have & VP_HAVE_SWITCHES);
+    smoothIf(&st->pub.forceidle, forceidle, a, st->fresh, s->have & VP_HAVE_FORCEIDLE);
     st->pub.last_wait = wait;
     st->pub.have = s->have;
     st->pub.intervals++;

@@ -110,6 +110,18 @@ START_TEST(test_smoothing)
     ck_assert_double_eq_tol(vpPressurePU(p, 0)->wait, 0.2, EPS);
     ck_assert_uint_eq(vpPressureIntervals(p), 2);
 
+    /* a sample without switch counts (degraded monitor) leaves the wakeup average alone */
+    {
+        g_autoptr(vpPressureInput) in = vpPressureInputNew();
+        vpPressureSample s = {.domain = "a", .interval_ns = SEC, .have = VP_HAVE_SCHEDSTAT};
+
+        vpPressureInputAddVcpu(in, &s);
+        vpPressureUpdate(p, ledger, in);
+    }
+    v = vpPressureVcpu(p, "a", 0);
+    ck_assert_double_eq_tol(v->wakeups, 100, EPS);
+    ck_assert_double_eq_tol(v->wait, 0.1, EPS);
+
     /* a vCPU that stops being reported is forgotten */
     {
         g_autoptr(vpPressureInput) empty = vpPressureInputNew();
