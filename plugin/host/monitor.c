@@ -1,9 +1,13 @@
 /*
- * The monitor. Costs measured on this kind of host decide the shape: pread of a kept
- * schedstat fd is ~0.4 us, one read of a perf group ~0.35 us, the sched file ~4 us and
- * status ~8 us (both are printed in full on each read), /proc/stat tens of us for all
- * CPUs. So descriptors stay open, perf counters form one group per thread, and sched is
- * preferred to status. Opening per read is the fallback when the fd limit is reached.
+ * The monitor. Costs measured on this kind of host decide the shape: with 1000 threads,
+ * pread of a kept schedstat fd is ~1.5 us per thread, one read of a perf group ~1 us, the
+ * sched or status file ~4.5 us (printed in full on each read), /proc/stat tens of us for
+ * all CPUs. So descriptors stay open, perf counters form one group per thread, and the
+ * voluntary switches are counted in that group by the sched_switch tracepoint filtered on
+ * the state the thread left in (sleeping: it blocked, and its next run is a wakeup); the
+ * sched or status file is read only where the tracepoint is unavailable (no tracefs, no
+ * permission) or for core scheduling's forced idle. Opening per read is the fallback
+ * when the fd limit is reached.
  *
  * A kept /proc descriptor refers to the task, not to its number: once the thread exits
  * reads fail with ESRCH even if the number is reused, which is how "gone" is detected.
@@ -14,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,7 +31,17 @@ typedef enum {
     WARN_SCHEDSTAT = 1 << 2,
     WARN_SWITCHES = 1 << 3,
     WARN_HW = 1 << 4,
+    WARN_TRACEPOINT = 1 << 5,
 } Warned;
+
+/* Interruptible or uninterruptible sleep: the thread blocked. A preempted thread is
+ * reported running (0) or with a high "preempted" marker, never with these bits. */
+#define VOLUNTARY_FILTER "prev_state & 3"
+
+static const char *const switch_tp_paths[] = {
+    "/sys/kernel/tracing/events/sched/sched_switch/id",
+    "/sys/kernel/debug/tracing/events/sched/sched_switch/id",
+};
 
 typedef struct {
     char *domain;
@@ -37,8 +52,10 @@ typedef struct {
     int switches_fd;
     bool schedstat_reopen; /* no kept fd (fd limit): open for each read */
     bool switches_reopen;
-    int perf_fd[3]; /* group: context switches (leader), migrations, task clock */
-    int hw_fd[2];   /* group: cycles (leader), instructions */
+    /* group: context switches (leader), migrations, task clock, voluntary switches */
+    int perf_fd[4];
+    int nperf;
+    int hw_fd[2]; /* group: cycles (leader), instructions */
     bool gone;
     bool sampled;
     gint64 prev_ts;
@@ -50,6 +67,7 @@ struct _vpMonitor {
     GPtrArray *threads; /* Thread *, in the order added */
     GHashTable *index;  /* "domain\037vcpu" -> Thread * */
     const char *switches_file;
+    int switch_tp; /* sched_switch tracepoint id, -1 when switches come from /proc */
     bool forceidle;
     bool perf;
     bool hw;
@@ -332,12 +350,71 @@ perfReadGroup(int leader, int n, guint64 *out)
     return true;
 }
 
+/* Voluntary switches of tid, as a member of group: -1 with errno set on failure. */
+static int
+voluntaryOpen(int tp, pid_t tid, int group)
+{
+    int fd = perfOpen(PERF_TYPE_TRACEPOINT, tp, tid, group);
+
+    if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, VOLUNTARY_FILTER) < 0) {
+        int err = errno;
+
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
 static const guint64 sw_events[] = {PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS,
                                     PERF_COUNT_SW_TASK_CLOCK};
 static const guint64 hw_events[] = {PERF_COUNT_HW_CPU_CYCLES, PERF_COUNT_HW_INSTRUCTIONS};
 
+static int
+switchTracepoint(GString *why)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(switch_tp_paths); i++) {
+        g_autofree char *text = NULL;
+        guint64 id;
+
+        if (g_file_get_contents(switch_tp_paths[i], &text, NULL, NULL) &&
+            g_ascii_string_to_unsigned(g_strstrip(text), 10, 0, G_MAXINT, &id, NULL))
+            return id;
+    }
+    g_string_append(why, "tracefs is not mounted");
+    return -1;
+}
+
 static void
-detect(vpMonitor *mon)
+detectSwitches(vpMonitor *mon, const vpMonitorOptions *opts)
+{
+    g_autoptr(GString) why = g_string_new(NULL);
+    int leader = -1, fd = -1, tp = -1, err = 0;
+
+    if (opts && opts->proc_switches)
+        g_string_append(why, "asked to");
+    else
+        tp = switchTracepoint(why);
+    if (tp >= 0) {
+        err = perfOpenGroup(PERF_TYPE_SOFTWARE, sw_events, 1, 0, &leader);
+        if (!err && (fd = voluntaryOpen(tp, 0, leader)) < 0)
+            err = errno;
+        if (err) {
+            g_string_append_printf(why, "sched_switch tracepoint: %s", g_strerror(err));
+            tp = -1;
+        }
+        closeFd(&fd);
+        closeFd(&leader);
+    }
+    mon->switch_tp = tp;
+    if (tp < 0)
+        g_message("monitor: switch counts read from /proc/PID/task/TID/%s (%s), about 4 us per "
+                  "thread and sample",
+                  mon->switches_file, why->str);
+}
+
+static void
+detect(vpMonitor *mon, const vpMonitorOptions *opts)
 {
     int fds[3];
     int err;
@@ -364,10 +441,13 @@ detect(vpMonitor *mon)
                   g_strerror(err));
     for (int i = 0; i < 2 && !err; i++)
         closeFd(&fds[i]);
+    mon->switch_tp = -1;
+    if (mon->perf)
+        detectSwitches(mon, opts);
 }
 
 vpMonitor *
-vpMonitorNew(void)
+vpMonitorNew(const vpMonitorOptions *opts)
 {
     vpMonitor *mon = g_new0(vpMonitor, 1);
     long tck = sysconf(_SC_CLK_TCK);
@@ -378,7 +458,7 @@ vpMonitorNew(void)
     mon->bufsize = FILE_BUF;
     mon->buf = g_malloc(mon->bufsize);
     mon->tick_ns = 1000000000 / (tck > 0 ? tck : 100);
-    detect(mon);
+    detect(mon, opts);
     return mon;
 }
 
@@ -387,8 +467,9 @@ threadClose(Thread *t)
 {
     closeFd(&t->schedstat_fd);
     closeFd(&t->switches_fd);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         closeFd(&t->perf_fd[i]);
+    t->nperf = 0;
     for (int i = 0; i < 2; i++)
         closeFd(&t->hw_fd[i]);
 }
@@ -426,6 +507,12 @@ vpMonitorHostSources(const vpMonitor *mon)
            (mon->perf ? VP_SRC_PERF : 0) | (mon->hw ? VP_SRC_HW : 0);
 }
 
+const char *
+vpMonitorSwitchesFrom(const vpMonitor *mon)
+{
+    return mon->switch_tp >= 0 ? "tracepoint" : mon->switches_file;
+}
+
 static char *
 indexKey(const char *domain, int vcpu)
 {
@@ -458,6 +545,17 @@ openPerf(vpMonitor *mon, Thread *t)
 
     if (mon->perf) {
         err = perfOpenGroup(PERF_TYPE_SOFTWARE, sw_events, 3, t->tid, t->perf_fd);
+        t->nperf = err ? 0 : 3;
+        if (!err && mon->switch_tp >= 0) {
+            t->perf_fd[3] = voluntaryOpen(mon->switch_tp, t->tid, t->perf_fd[0]);
+            if (t->perf_fd[3] >= 0)
+                t->nperf = 4;
+            else
+                warnOnce(mon, fdLimit(errno) ? WARN_FDLIMIT : WARN_TRACEPOINT,
+                         "sched_switch tracepoint on thread %d (domain '%s' vCPU %d): %s; switch "
+                         "counts of such threads read from /proc",
+                         t->tid, t->domain, t->vcpu, g_strerror(errno));
+        }
         if (fdLimit(err))
             warnOnce(mon, WARN_FDLIMIT,
                      "fd limit reached (%s): perf counters of some vCPU threads left out; "
@@ -492,7 +590,7 @@ threadOpen(vpMonitor *mon, const char *domain, int vcpu, pid_t pid, pid_t tid, G
     t->tid = tid;
     t->dir = g_strdup_printf("/proc/%d/task/%d/", pid, tid);
     t->schedstat_fd = t->switches_fd = -1;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         t->perf_fd[i] = -1;
     for (int i = 0; i < 2; i++)
         t->hw_fd[i] = -1;
@@ -517,7 +615,10 @@ threadOpen(vpMonitor *mon, const char *domain, int vcpu, pid_t pid, pid_t tid, G
                      t->dir);
             err = 0;
         }
-        if (!err)
+        if (!err && !t->schedstat_reopen)
+            openPerf(mon, t);
+        /* the tracepoint counts switches; the file is still needed for forced idle */
+        if (!err && (t->nperf < 4 || mon->forceidle))
             err = keepOpen(mon, dirfd, mon->switches_file, &t->switches_fd, &t->switches_reopen);
         if (err == ENOENT && g_file_test(t->dir, G_FILE_TEST_IS_DIR)) {
             warnOnce(mon, WARN_SWITCHES, "%s%s is missing: no voluntary switch counts", t->dir,
@@ -533,8 +634,6 @@ threadOpen(vpMonitor *mon, const char *domain, int vcpu, pid_t pid, pid_t tid, G
         threadFree(t);
         return NULL;
     }
-    if (!t->schedstat_reopen && !t->switches_reopen)
-        openPerf(mon, t);
     return t;
 }
 
@@ -705,14 +804,19 @@ sampleThread(vpMonitor *mon, Thread *t, vpMonitorSample *s)
         s->total = t->prev;
         return;
     }
-    if (t->perf_fd[0] >= 0) {
-        guint64 v[3];
+    if (t->nperf) {
+        guint64 v[4];
 
-        if (perfReadGroup(t->perf_fd[0], 3, v)) {
+        if (perfReadGroup(t->perf_fd[0], t->nperf, v)) {
             c.ctx_switches = v[0];
             c.migrations = v[1];
             c.task_clock_ns = v[2];
             src |= VP_SRC_PERF;
+            if (t->nperf == 4) {
+                c.voluntary = v[3];
+                c.involuntary = v[0] >= v[3] ? v[0] - v[3] : 0;
+                src |= VP_SRC_SWITCHES;
+            }
         }
     }
     if (t->hw_fd[0] >= 0) {

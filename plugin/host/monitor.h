@@ -1,15 +1,17 @@
 /*
  * Host counters of vCPU threads, sampled each interval by the daemon's main loop.
  *
- * Per thread: /proc/PID/task/TID/schedstat (run ns, run-queue wait ns, timeslices) and the
- * voluntary / involuntary switch counts (from .../sched, or .../status where the kernel
- * has no sched file), both read with pread on descriptors kept open; perf software
- * counters (context switches, CPU migrations, task clock) as one group, one read; cycles
- * and instructions only where the host has hardware counters (detected once). Per host
- * CPU: busy time from /proc/stat. Nothing here is fatal: a thread that exits is reported
- * gone, a counter that cannot be opened (no permission, fd limit) is left out of that
- * thread's samples, each cause logged once. A thread holds up to 5 descriptors (7 with
- * hardware counters): a daemon watching many vCPUs wants a high RLIMIT_NOFILE.
+ * Per thread: /proc/PID/task/TID/schedstat (run ns, run-queue wait ns, timeslices) read
+ * with pread on a descriptor kept open; perf software counters (context switches, CPU
+ * migrations, task clock) and the voluntary switches (the sched_switch tracepoint,
+ * filtered on the thread leaving asleep) as one group, one read; where that tracepoint is
+ * unavailable, the switch counts come from .../sched (or .../status), which costs three
+ * times the rest. Cycles and instructions only where the host has hardware counters
+ * (detected once). Per host CPU: busy time from /proc/stat. Nothing here is fatal: a
+ * thread that exits is reported gone, a counter that cannot be opened (no permission, fd
+ * limit) is left out of that thread's samples, each cause logged once. A thread holds up
+ * to 6 descriptors (8 with hardware counters): a daemon watching many vCPUs wants a high
+ * RLIMIT_NOFILE.
  */
 #pragma once
 
@@ -41,20 +43,27 @@ typedef struct {
     guint32 sources;         /* vpMonitorSource bits read this time */
     guint32 delta_sources;   /* ... and the previous time: their deltas are valid */
     bool gone;               /* the thread has exited (reported on every sample until removed) */
-    vpMonitorCounters total; /* schedstat and switches since the thread started, perf since
-                                it was added */
+    vpMonitorCounters total; /* schedstat (and switches read from /proc) since the thread
+                                started; perf counters since it was added */
     vpMonitorCounters delta; /* since the previous sample */
 } vpMonitorSample;
 
 typedef struct _vpMonitor vpMonitor;
 
-/* Detects once what this host offers (sched file, core scheduling figures, perf software
- * and hardware counters). Never fails: a poorer host gives poorer samples. */
-vpMonitor *vpMonitorNew(void);
+typedef struct {
+    bool proc_switches; /* read switch counts from /proc even where the tracepoint works */
+} vpMonitorOptions;
+
+/* Detects once what this host offers (sched_switch tracepoint, sched file, core
+ * scheduling figures, perf software and hardware counters). Never fails: a poorer host
+ * gives poorer samples. opts may be NULL. */
+vpMonitor *vpMonitorNew(const vpMonitorOptions *opts);
 void vpMonitorFree(vpMonitor *mon);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpMonitor, vpMonitorFree)
 /* vpMonitorSource bits this host can offer at best. */
 guint32 vpMonitorHostSources(const vpMonitor *mon);
+/* Where switch counts come from: "tracepoint", or the /proc file "sched" or "status". */
+const char *vpMonitorSwitchesFrom(const vpMonitor *mon);
 
 /* Watches thread tid of process pid as vCPU vcpu of domain; replaces what was watched for
  * (domain, vcpu) before (the vCPU got a new thread: hotplug, restart). Fails only when the

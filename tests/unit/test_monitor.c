@@ -104,9 +104,10 @@ addOrFail(vpMonitor *mon, const char *domain, int vcpu, pid_t tid)
                   err ? err->message : "");
 }
 
-START_TEST(test_busy_and_sleeping)
+static void
+busyAndSleeping(const vpMonitorOptions *opts)
 {
-    g_autoptr(vpMonitor) mon = vpMonitorNew();
+    g_autoptr(vpMonitor) mon = vpMonitorNew(opts);
     Worker *busy = workerStart(true), *nap = workerStart(false);
     g_autoptr(GArray) first = NULL;
     g_autoptr(GArray) second = NULL;
@@ -169,11 +170,61 @@ START_TEST(test_busy_and_sleeping)
     workerStop(busy);
     workerStop(nap);
 }
+
+START_TEST(test_busy_and_sleeping)
+{
+    g_autoptr(vpMonitor) probe = vpMonitorNew(NULL);
+    vpMonitorOptions proc = {.proc_switches = true};
+
+    g_print("switch counts from %s\n", vpMonitorSwitchesFrom(probe));
+    busyAndSleeping(NULL);
+    busyAndSleeping(&proc);
+}
+END_TEST
+
+/* The tracepoint and /proc count the same switches of one thread. */
+START_TEST(test_switch_sources_agree)
+{
+    vpMonitorOptions proc = {.proc_switches = true};
+    g_autoptr(vpMonitor) tp = vpMonitorNew(NULL);
+    g_autoptr(vpMonitor) pr = vpMonitorNew(&proc);
+    Worker *nap = workerStart(false);
+    const vpMonitorSample *a, *b;
+    GArray *sa, *sb;
+
+    if (strcmp(vpMonitorSwitchesFrom(tp), "tracepoint") != 0) {
+        g_print("sched_switch tracepoint unavailable here (no tracefs or no permission): only "
+                "/proc switch counts are tested\n");
+        workerStop(nap);
+        return;
+    }
+    addOrFail(tp, "vm", 0, nap->tid);
+    addOrFail(pr, "vm", 0, nap->tid);
+    g_array_free(vpMonitorSampleAll(tp), TRUE);
+    g_array_free(vpMonitorSampleAll(pr), TRUE);
+    g_usleep(300 * 1000);
+    sa = vpMonitorSampleAll(tp);
+    sb = vpMonitorSampleAll(pr);
+    a = find(sa, "vm", 0);
+    b = find(sb, "vm", 0);
+    g_print("voluntary switches in one interval: tracepoint %" G_GUINT64_FORMAT
+            ", /proc %" G_GUINT64_FORMAT "\n",
+            a->delta.voluntary, b->delta.voluntary);
+    ck_assert_uint_gt(a->delta.voluntary, 10);
+    /* both read within microseconds of each other: a switch or two apart at most */
+    ck_assert_uint_le(a->delta.voluntary, b->delta.voluntary + 3);
+    ck_assert_uint_le(b->delta.voluntary, a->delta.voluntary + 3);
+    ck_assert_uint_le(a->delta.involuntary, b->delta.involuntary + 3);
+    ck_assert_uint_le(b->delta.involuntary, a->delta.involuntary + 3);
+    g_array_free(sa, TRUE);
+    g_array_free(sb, TRUE);
+    workerStop(nap);
+}
 END_TEST
 
 START_TEST(test_exited_thread_gone)
 {
-    g_autoptr(vpMonitor) mon = vpMonitorNew();
+    g_autoptr(vpMonitor) mon = vpMonitorNew(NULL);
     Worker *w = workerStart(false);
     Worker *alive = workerStart(false);
     pid_t tid = w->tid;
@@ -209,7 +260,7 @@ END_TEST
 
 START_TEST(test_add_refused)
 {
-    g_autoptr(vpMonitor) mon = vpMonitorNew();
+    g_autoptr(vpMonitor) mon = vpMonitorNew(NULL);
     g_autoptr(GError) err = NULL;
 
     /* PID 1 is not a thread of this process */
@@ -230,7 +281,7 @@ END_TEST
 
 START_TEST(test_replace_and_remove)
 {
-    g_autoptr(vpMonitor) mon = vpMonitorNew();
+    g_autoptr(vpMonitor) mon = vpMonitorNew(NULL);
     Worker *a = workerStart(false), *b = workerStart(false);
     g_autoptr(GArray) s = NULL;
 
@@ -267,7 +318,7 @@ limitLeaving(int room)
 static int
 fdLimitChild(void)
 {
-    g_autoptr(vpMonitor) mon = vpMonitorNew();
+    g_autoptr(vpMonitor) mon = vpMonitorNew(NULL);
     Worker *a = workerStart(false), *b = workerStart(false);
     g_autoptr(GArray) s = NULL;
     struct rlimit rl;
@@ -318,7 +369,7 @@ END_TEST
 
 START_TEST(test_cpu_samples)
 {
-    g_autoptr(vpMonitor) mon = vpMonitorNew();
+    g_autoptr(vpMonitor) mon = vpMonitorNew(NULL);
     g_autoptr(GError) err = NULL;
     g_autoptr(GArray) first = vpMonitorSampleCpus(mon, &err);
     g_autoptr(GArray) second = NULL;
@@ -441,6 +492,7 @@ monitorSuite(void)
     TCase *parsers = tcase_create("parsers");
 
     tcase_add_test(threads, test_busy_and_sleeping);
+    tcase_add_test(threads, test_switch_sources_agree);
     tcase_add_test(threads, test_exited_thread_gone);
     tcase_add_test(threads, test_add_refused);
     tcase_add_test(threads, test_replace_and_remove);
