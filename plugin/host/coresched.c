@@ -18,10 +18,10 @@
 #define POLL_INTERVAL_US 10000
 
 static const char *const statusNames[] = {
-    [VP_CORESCHED_OK] = "ok",         [VP_CORESCHED_UNSUPPORTED] = "unsupported",
-    [VP_CORESCHED_NO_SMT] = "no-smt", [VP_CORESCHED_DENIED] = "denied",
-    [VP_CORESCHED_GONE] = "gone",     [VP_CORESCHED_MISMATCH] = "mismatch",
-    [VP_CORESCHED_FAILED] = "failed",
+    [VP_CORESCHED_OK] = "ok",           [VP_CORESCHED_UNSUPPORTED] = "unsupported",
+    [VP_CORESCHED_NO_SMT] = "no-smt",   [VP_CORESCHED_DENIED] = "denied",
+    [VP_CORESCHED_GONE] = "gone",       [VP_CORESCHED_MISMATCH] = "mismatch",
+    [VP_CORESCHED_PENDING] = "pending", [VP_CORESCHED_FAILED] = "failed",
 };
 
 static const char *const scopeNames[] = {
@@ -224,11 +224,34 @@ vpCoreschedGet(pid_t tid, uint64_t *cookie, GError **error)
     return status;
 }
 
+/* A throwaway thread gives itself a cookie and reads its id: non-zero proves that the
+ * kernel's key for ids exists, so that a 0 read elsewhere means "no cookie". */
+static gpointer
+idsReadableThread(gpointer unused)
+{
+    uint64_t id = 0;
+
+    if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE, 0, VP_CORESCHED_SCOPE_THREAD, 0) < 0 ||
+        prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, 0, VP_CORESCHED_SCOPE_THREAD, (unsigned long)&id) <
+            0)
+        return GINT_TO_POINTER(FALSE);
+    return GINT_TO_POINTER(id != 0);
+}
+
+static bool
+idsReadable(void)
+{
+    GThread *thread = g_thread_try_new("vp-coresched", idsReadableThread, NULL, NULL);
+
+    return thread && GPOINTER_TO_INT(g_thread_join(thread));
+}
+
 /*
- * Cookie ids come from hashing the kernel's cookie pointer with a key that exists only
- * once the random pool is ready; until then every GET reads 0. One non-zero read proves
- * the key exists, so a 0 read after it is a thread without a cookie; without that proof,
- * 0 is retried until settle_ms runs out.
+ * Cookie ids are hashes of the kernel's cookie pointer with a key that exists only once
+ * the random pool is ready (lib/vsprintf.c looks every 2 s); until then every GET reads
+ * 0. A non-zero read, of a target or of the throwaway thread's own cookie, proves the key
+ * exists: a 0 read after that is a thread without a cookie. Without proof, 0 is retried
+ * until settle_ms runs out, and the answer is then "pending", never "no cookie".
  */
 vpCoreschedStatus
 vpCoreschedVerify(const pid_t *tids, size_t n, unsigned settle_ms, uint64_t *cookie, GError **error)
@@ -257,9 +280,7 @@ vpCoreschedVerify(const pid_t *tids, size_t n, unsigned settle_ms, uint64_t *coo
             if (value == 0) {
                 if (wasReady) {
                     g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
-                                "core scheduling: thread %d has no cookie (other threads' "
-                                "cookies read back, so the kernel's key is ready)",
-                                (int)tids[i]);
+                                "core scheduling: thread %d has no cookie", (int)tids[i]);
                     return VP_CORESCHED_MISMATCH;
                 }
                 if (!zeroTid)
@@ -283,12 +304,15 @@ vpCoreschedVerify(const pid_t *tids, size_t n, unsigned settle_ms, uint64_t *coo
                 *cookie = first;
             return VP_CORESCHED_OK;
         }
+        /* With the key proven, the next pass gives a definite answer. */
+        if (keyReady || (keyReady = idsReadable()))
+            continue;
         if (g_get_monotonic_time() >= deadline) {
             g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
-                        "core scheduling: thread %d has no cookie: GET still read 0 after "
-                        "%u ms (no cookie, or the kernel's random pool never became ready)",
+                        "core scheduling: cannot read the cookie of thread %d yet: ids read 0 "
+                        "until the kernel's random pool is ready (waited %u ms)",
                         (int)zeroTid, settle_ms);
-            return VP_CORESCHED_MISMATCH;
+            return VP_CORESCHED_PENDING;
         }
         g_usleep(POLL_INTERVAL_US);
     }

@@ -7,7 +7,7 @@
  * only because calls are checked before they reach the kernel: EINVAL from a well-formed
  * call is a kernel built without CONFIG_SCHED_CORE. Cookies are inherited across
  * fork/clone; a GET reads 0 for a set cookie until the kernel's random pool is ready
- * (seconds after boot), which vpCoreschedVerify() waits out.
+ * (seconds after boot), which vpCoreschedVerify() tells apart from "no cookie".
  */
 #pragma once
 
@@ -22,6 +22,7 @@ typedef enum {
     VP_CORESCHED_DENIED,      /* EPERM: caller may not ptrace-read the target */
     VP_CORESCHED_GONE,        /* ESRCH: the process or thread has exited */
     VP_CORESCHED_MISMATCH,    /* verify: a thread carries no cookie or another one */
+    VP_CORESCHED_PENDING,     /* verify: ids still read 0, the random pool is not ready */
     VP_CORESCHED_FAILED,      /* any other errno, or a bad argument */
 } vpCoreschedStatus;
 
@@ -32,8 +33,9 @@ typedef enum {
     VP_CORESCHED_SCOPE_PROCESS_GROUP, /* every thread of every process in its process group */
 } vpCoreschedScope;
 
-/* How long vpCoreschedVerify() waits for a GET that reads 0, in milliseconds: the random
- * pool of a freshly booted TCG guest is ready after about 2 s. */
+/* A settle_ms for vpCoreschedVerify() where blocking is fine: the kernel's key for cookie
+ * ids appears up to 2 s after its random pool is ready. A main loop passes 0 and retries
+ * _PENDING later. */
 #define VP_CORESCHED_SETTLE_MS 5000
 
 /* Asks the running kernel whether core scheduling works for this process, by reading
@@ -49,16 +51,16 @@ vpCoreschedStatus vpCoreschedCreate(pid_t pid, vpCoreschedScope scope, GError **
 vpCoreschedStatus vpCoreschedShare(pid_t from, pid_t to, vpCoreschedScope scope, GError **error);
 
 /* Reads thread tid's cookie id into *cookie: 0 means none, or a set cookie while the
- * random pool is not ready. Ids are comparable between threads, not across boots. */
+ * random pool is not ready. Ids are 32-bit hashes, comparable only within one boot. */
 vpCoreschedStatus vpCoreschedGet(pid_t tid, uint64_t *cookie, GError **error);
 
-/* Checks that threads tids[0..n) all carry one non-zero cookie, stored in *cookie when
- * not NULL; retries while some read 0, up to settle_ms. Fails with _MISMATCH, naming tids. */
+/* Checks that threads tids[0..n) carry one cookie, stored in *cookie (may be NULL). Reads of
+ * 0 before the random pool is ready are retried for up to settle_ms, then give _PENDING. */
 vpCoreschedStatus vpCoreschedVerify(const pid_t *tids, size_t n, unsigned settle_ms,
                                     uint64_t *cookie, GError **error);
 
 /* Short name of a status for logs and `vcpuplace status`: "ok", "unsupported", "no-smt",
- * "denied", "gone", "mismatch", "failed". */
+ * "denied", "gone", "mismatch", "pending", "failed". */
 const char *vpCoreschedStatusName(vpCoreschedStatus status);
 /* Short name of a scope: "thread", "thread-group", "process-group". */
 const char *vpCoreschedScopeName(vpCoreschedScope scope);

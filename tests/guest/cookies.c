@@ -234,12 +234,17 @@ firstCookie(const StandIn *vm)
                                  "exercised in this boot");
     } else {
         status = vpCoreschedGet(vm->vcpus[0], &early, &error);
-        if (status == VP_CORESCHED_OK && early != 0 && randomPoolReady())
+        if (status == VP_CORESCHED_OK && early != 0 && randomPoolReady()) {
             vpgFigure("random-pool", "became ready between the probe and the first GET");
-        else
+        } else {
             vpgCheck(status == VP_CORESCHED_OK && early == 0, "get-reads-0-before-pool-ready",
                      "vm-a vCPU 0 reads %#" G_GINT64_MODIFIER "x with the pool not ready",
                      (guint64)early);
+            g_clear_error(&error);
+            status = vpCoreschedVerify((pid_t *)threads->data, threads->len, 0, NULL, &error);
+            vpgCheck(status == VP_CORESCHED_PENDING, "verify-pending-before-pool-ready", "%s: %s",
+                     vpCoreschedStatusName(status), error ? error->message : "no error");
+        }
         g_clear_error(&error);
         seeder = g_thread_new("seed", seedRandomPool, NULL);
     }
@@ -300,6 +305,12 @@ checkCookies(StandIn *a, StandIn *b, StandIn *c)
     vpgCheck(status == VP_CORESCHED_OK && value == 0, "vm-b-main-thread-uncookied",
              "vm-b main thread reads %#" G_GINT64_MODIFIER "x (%s)", (guint64)value,
              error ? error->message : "vCPU scope leaves it alone");
+    g_clear_error(&error);
+
+    status = vpCoreschedVerify(&b->pid, 1, VP_CORESCHED_SETTLE_MS, NULL, &error);
+    vpgCheck(status == VP_CORESCHED_MISMATCH && strstr(error->message, "has no cookie"),
+             "verify-finds-uncookied-thread", "%s: %s", vpCoreschedStatusName(status),
+             error ? error->message : "no error");
     g_clear_error(&error);
 
     status = vpCoreschedVerify((pid_t[]){a->vcpus[0], b->vcpus[0]}, 2, 0, NULL, &error);
