@@ -22,6 +22,14 @@
 static const guint retryDelayMs[] = {200, 1000, 3000};
 /* Coalesces ledger writes; libvirt's truth covers what a crash in this window loses. */
 #define VP_SAVE_DELAY_MS 20
+/* A domain the hook reserved is pinned once the hook says "started": pinning takes the
+ * domain's job, which libvirt holds while its hook waits for us. A lifecycle event for it
+ * only arms this fallback, for a "started" notification that never came. */
+#define VP_STARTED_FALLBACK_MS 2000
+
+/* Why a domain is to be synced. */
+#define VP_SYNC_HOOK 1u /* the hook's "started" (its reply is out) */
+#define VP_SYNC_LATE 2u /* a retry or the fallback: whatever blocked has had its time */
 
 typedef struct {
     vpDaemonDomainFunc func;
@@ -33,7 +41,7 @@ struct _vpDaemon {
     vpManager *mgr;
     vpServer *srv;
     vpVirConn *vc;
-    GHashTable *pending;  /* names to sync */
+    GHashTable *pending;  /* name -> VP_SYNC_* flags */
     GHashTable *attempts; /* name -> failed apply attempts so far */
     GHashTable *timers;   /* name -> armed retry timer */
     gboolean full_sync;
@@ -43,6 +51,7 @@ struct _vpDaemon {
 };
 
 static void kick(vpDaemon *d);
+static void cancelSync(vpDaemon *d, const char *name);
 
 static void logMsg(GLogLevelFlags level, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
@@ -100,9 +109,20 @@ release(vpDaemon *d, const char *name)
         notify(d, name, NULL, NULL);
     }
     g_hash_table_remove(d->attempts, name);
+    cancelSync(d, name);
 }
 
 /* ---- libvirt work ---------------------------------------------------------------- */
+
+static void
+queueSync(vpDaemon *d, const char *name, guint flags)
+{
+    gpointer old;
+    if (g_hash_table_lookup_extended(d->pending, name, NULL, &old))
+        flags |= GPOINTER_TO_UINT(old);
+    g_hash_table_insert(d->pending, g_strdup(name), GUINT_TO_POINTER(flags));
+    kick(d);
+}
 
 typedef struct {
     vpDaemon *d;
@@ -114,8 +134,7 @@ retryTimeout(gpointer data)
 {
     vpRetry *r = data;
     g_hash_table_remove(r->d->timers, r->name);
-    g_hash_table_add(r->d->pending, g_strdup(r->name));
-    kick(r->d);
+    queueSync(r->d, r->name, VP_SYNC_LATE);
     return G_SOURCE_REMOVE;
 }
 
@@ -127,6 +146,29 @@ retryFree(gpointer data)
     g_free(r);
 }
 
+/* A later sync of name (one timer per domain at most). */
+static void
+scheduleSync(vpDaemon *d, const char *name, guint delay_ms)
+{
+    if (g_hash_table_contains(d->timers, name))
+        return;
+    vpRetry *r = g_new0(vpRetry, 1);
+    r->d = d;
+    r->name = g_strdup(name);
+    guint id = g_timeout_add_full(G_PRIORITY_DEFAULT, delay_ms, retryTimeout, r, retryFree);
+    g_hash_table_insert(d->timers, g_strdup(name), GUINT_TO_POINTER(id));
+}
+
+static void
+cancelSync(vpDaemon *d, const char *name)
+{
+    gpointer id;
+    if (g_hash_table_lookup_extended(d->timers, name, NULL, &id)) {
+        g_source_remove(GPOINTER_TO_UINT(id));
+        g_hash_table_remove(d->timers, name);
+    }
+}
+
 /* Returns TRUE when another attempt was scheduled. */
 static gboolean
 scheduleRetry(vpDaemon *d, const char *name)
@@ -134,14 +176,8 @@ scheduleRetry(vpDaemon *d, const char *name)
     guint n = GPOINTER_TO_UINT(g_hash_table_lookup(d->attempts, name));
     if (n >= G_N_ELEMENTS(retryDelayMs))
         return FALSE;
-    if (g_hash_table_contains(d->timers, name))
-        return TRUE;
     g_hash_table_insert(d->attempts, g_strdup(name), GUINT_TO_POINTER(n + 1));
-    vpRetry *r = g_new0(vpRetry, 1);
-    r->d = d;
-    r->name = g_strdup(name);
-    guint id = g_timeout_add_full(G_PRIORITY_DEFAULT, retryDelayMs[n], retryTimeout, r, retryFree);
-    g_hash_table_insert(d->timers, g_strdup(name), GUINT_TO_POINTER(id));
+    scheduleSync(d, name, retryDelayMs[n]);
     return TRUE;
 }
 
@@ -167,6 +203,7 @@ applyPlan(vpDaemon *d, virDomainPtr dom, const char *name)
         return; /* the reconnect's full sync takes over */
     vpManagerApplied(d->mgr, name, problem);
     g_hash_table_remove(d->attempts, name);
+    cancelSync(d, name);
     if (!problem)
         notify(d, name, dom, plan);
 }
@@ -185,7 +222,7 @@ requestXML(virDomainPtr dom, GError **error)
 }
 
 static void
-syncDomain(vpDaemon *d, virDomainPtr dom)
+syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
 {
     const char *name = virDomainGetName(dom);
     int active = virDomainIsActive(dom);
@@ -213,15 +250,22 @@ syncDomain(vpDaemon *d, virDomainPtr dom)
             logMsg(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
         return;
     }
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    gboolean hooked = rec && rec->state == VP_DOM_RESERVED;
     vpSyncAction action = vpManagerSync(d->mgr, name, xml, strlen(xml), live, &err);
     if (err)
         logMsg(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
-    if (action == VP_SYNC_APPLY)
-        applyPlan(d, dom, name);
+    if (action != VP_SYNC_APPLY)
+        return;
+    if (hooked && !(why & (VP_SYNC_HOOK | VP_SYNC_LATE))) {
+        scheduleSync(d, name, VP_STARTED_FALLBACK_MS);
+        return;
+    }
+    applyPlan(d, dom, name);
 }
 
 static void
-syncName(vpDaemon *d, virConnectPtr conn, const char *name)
+syncName(vpDaemon *d, virConnectPtr conn, const char *name, guint why)
 {
     virDomainPtr dom = virDomainLookupByName(conn, name);
     if (!dom) {
@@ -236,7 +280,7 @@ syncName(vpDaemon *d, virConnectPtr conn, const char *name)
         }
         return;
     }
-    syncDomain(d, dom);
+    syncDomain(d, dom, why);
     virDomainFree(dom);
 }
 
@@ -285,7 +329,7 @@ fullSync(vpDaemon *d, virConnectPtr conn)
             if (pass[i] != p)
                 continue;
             g_hash_table_remove(d->pending, virDomainGetName(doms[i]));
-            syncDomain(d, doms[i]);
+            syncDomain(d, doms[i], 0);
         }
     }
     for (int i = 0; i < n; i++)
@@ -310,12 +354,13 @@ workIdle(gpointer data)
         fullSync(d, conn);
     } else {
         GHashTableIter it;
-        gpointer key;
+        gpointer key, why;
         g_hash_table_iter_init(&it, d->pending);
-        if (g_hash_table_iter_next(&it, &key, NULL)) {
+        if (g_hash_table_iter_next(&it, &key, &why)) {
             g_autofree char *name = g_strdup(key);
+            guint flags = GPOINTER_TO_UINT(why);
             g_hash_table_iter_remove(&it);
-            syncName(d, conn, name);
+            syncName(d, conn, name, flags);
         }
     }
     scheduleSave(d);
@@ -357,10 +402,7 @@ onLifecycle(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer dat
     switch (event) {
     case VIR_DOMAIN_EVENT_STARTED:
     case VIR_DOMAIN_EVENT_STOPPED:
-    case VIR_DOMAIN_EVENT_CRASHED:
-    case VIR_DOMAIN_EVENT_RESUMED:
-        g_hash_table_add(d->pending, g_strdup(virDomainGetName(dom)));
-        kick(d);
+        queueSync(d, virDomainGetName(dom), 0);
         break;
     default:
         break;
@@ -378,10 +420,8 @@ static void
 afterRun(gpointer data)
 {
     vpAfter *a = data;
-    if (a->name) {
-        g_hash_table_add(a->d->pending, g_strdup(a->name));
-        kick(a->d);
-    }
+    if (a->name)
+        queueSync(a->d, a->name, VP_SYNC_HOOK);
     scheduleSave(a->d);
 }
 
@@ -459,6 +499,8 @@ opNotify(vpDaemon *d, JsonObject *req, vpServerAfter *after, gboolean sync, GErr
     if (!name)
         return NULL;
     if (sync) {
+        if (strcmp(json_object_get_string_member(req, "op"), "reconnect") == 0)
+            vpVirConnPoke(d->vc);
         setAfter(after, d, name);
     } else {
         release(d, name);

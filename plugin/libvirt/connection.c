@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define VP_RECONNECT_MIN_MS 250
-#define VP_RECONNECT_MAX_MS 8000
+#define VP_RECONNECT_MAX_MS 4000
 /* Keepalive: a libvirtd that stops answering for ~15 s is treated as gone. */
 #define VP_KEEPALIVE_INTERVAL 5
 #define VP_KEEPALIVE_COUNT 3
@@ -250,4 +250,15 @@ vpVirConnCheck(vpVirConn *vc)
         return FALSE;
     drop(vc, "connection is dead");
     return TRUE;
+}
+
+void
+vpVirConnPoke(vpVirConn *vc)
+{
+    if (!vc->retry_id)
+        return;
+    g_source_remove(vc->retry_id);
+    vc->retry_id = 0;
+    vc->backoff_ms = VP_RECONNECT_MIN_MS;
+    scheduleRetry(vc);
 }

@@ -30,7 +30,7 @@ vpVirConn *vpVirConnNew(const char *uri, const vpVirConnCallbacks *cb, gpointer 
 void vpVirConnFree(vpVirConn *vc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpVirConn, vpVirConnFree)
 
-/* Connects now; on failure retries from the main loop with backoff (250 ms .. 8 s). */
+/* Connects now; on failure retries from the main loop with backoff (250 ms .. 4 s). */
 void vpVirConnStart(vpVirConn *vc);
 /* The open connection, or NULL while disconnected. */
 virConnectPtr vpVirConnGet(vpVirConn *vc);
@@ -38,6 +38,9 @@ const char *vpVirConnURI(const vpVirConn *vc);
 /* Flags for changes to running domains: VIR_DOMAIN_AFFECT_LIVE, except 0 on the test
  * driver, which accepts no flags there (and whose domains are all "live"). */
 unsigned vpVirConnLiveFlags(const vpVirConn *vc);
+/* libvirtd says it is (re)starting (the hook's reconnect): retry now, not after the
+ * backoff grown while it was away. */
+void vpVirConnPoke(vpVirConn *vc);
 /* A call failed: when the connection is dead, drop it and reconnect (TRUE). */
 gboolean vpVirConnCheck(vpVirConn *vc);
 

@@ -667,6 +667,60 @@ START_TEST(test_cli_status)
 }
 END_TEST
 
+static void
+expectConfigError(const char *text, const char *needle)
+{
+    ck_assert(g_file_set_contents(confpath, text, -1, NULL));
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpConfig) cfg = vpConfigLoad(confpath, &err);
+    ck_assert_msg(!cfg, "accepted: %s", text);
+    ck_assert_msg(strstr(err->message, needle) && strstr(err->message, confpath),
+                  "expected '%s' and the file name in: %s", needle, err->message);
+}
+
+/* Every mistake in vcpuplaced.conf is refused, naming the file, the key and the value. */
+START_TEST(test_config_errors)
+{
+    expectConfigError("[daemon]\nsokcet=/x\n", "unknown key 'sokcet' in [daemon]");
+    expectConfigError("[deamon]\n", "unknown group [deamon]");
+    expectConfigError("[daemon]\nhook_failure=maybe\n", "hook_failure='maybe'");
+    expectConfigError("[daemon]\nhook_timeout_ms=0\n", "hook_timeout_ms='0'");
+    expectConfigError("[daemon]\nhost_cpus=0-x\n", "host_cpus");
+    expectConfigError("[daemon]\nsocket=relative.sock\n", "must be absolute");
+    expectConfigError("[daemon]\nuri=\n", "uri is empty");
+    expectConfigError("[policy]\nsmt=sideways\n", "sideways");
+    expectConfigError("[policy]\nsmtt=spread\n", "smtt");
+    expectConfigError("not a key file", "cannot read configuration");
+
+    g_autoptr(GError) err = NULL;
+    g_autofree char *missing = g_build_filename(tmpdir, "missing.conf", NULL);
+    ck_assert_ptr_null(vpConfigLoad(missing, &err));
+    ck_assert_msg(strstr(err->message, missing), "%s", err->message);
+    g_clear_error(&err);
+
+    ck_assert(g_file_set_contents(confpath,
+                                  "[daemon]\nuri=test:///default\nhost_cpus=0-7\n"
+                                  "housekeeping_cpus=none\nhook_failure=closed\n"
+                                  "hook_timeout_ms=250\n[policy]\nsmt=isolate\n",
+                                  -1, NULL));
+    g_autoptr(vpConfig) cfg = vpConfigLoad(confpath, &err);
+    ck_assert_msg(cfg, "%s", err ? err->message : "");
+    ck_assert_str_eq(cfg->uri, "test:///default");
+    ck_assert_int_eq(hwloc_bitmap_weight(cfg->host_cpus), 8);
+    ck_assert_ptr_null(cfg->housekeeping);
+    ck_assert_int_eq(cfg->hook_failure, VP_HOOK_FAIL_CLOSED);
+    ck_assert_int_eq(cfg->hook_timeout_ms, 250);
+    ck_assert_int_eq(cfg->defaults.smt, VP_SMT_ISOLATE);
+
+    /* host_cpus naming CPUs the topology lacks: the daemon does not start. */
+    writeConfig("test:///default", DEFAULT_TOPOLOGY, "host_cpus=0-300\n");
+    vpConfig *bad = vpConfigLoad(confpath, &err);
+    ck_assert_ptr_nonnull(bad);
+    ck_assert_ptr_null(vpDaemonNew(bad, &err));
+    ck_assert_msg(strstr(err->message, "topology"), "%s", err->message);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -674,6 +728,7 @@ suite(void)
     TCase *tc = tcase_create("integration");
     tcase_add_checked_fixture(tc, setupTmp, teardownTmp);
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_start_stop_placed_released);
     tcase_add_test(tc, test_hook_reserve_then_start);
     tcase_add_test(tc, test_hook_refusal_and_failure_modes);

@@ -1,0 +1,139 @@
+# Helpers of the test-daemon-*.sh e2e tests, sourced after lib.sh: a private vcpuplaced
+# (its own socket, ledger and configuration under the test's temporary directory) and the
+# real hook installed in libvirt's qemu.d through a two-line wrapper that points it at
+# that configuration (libvirt gives hooks no environment of ours).
+#
+# The daemon started here is stopped on exit, before lib.sh removes guests and hooks.
+
+vpd_build=${VP_BUILDDIR:-$e2e_top/build}
+vpd_daemon=$vpd_build/plugin/daemon/vcpuplaced
+vpd_hook=$vpd_build/plugin/hook/vcpuplace-hook
+vpd_cli=$vpd_build/plugin/cli/vcpuplace
+vpd_sockclient=$vpd_build/tests/integration/vp-sockclient
+vpd_conf=$e2e_tmp/vcpuplaced.conf
+vpd_sock=$e2e_tmp/vcpuplaced.sock
+vpd_log=$e2e_tmp/vcpuplaced.log
+vpd_pid=
+vpd_libvirt_log=$("$e2e_env" log)
+
+for b in "$vpd_daemon" "$vpd_hook" "$vpd_cli" "$vpd_sockclient"; do
+    [ -x "$b" ] || e2e_fail "$b not built (VP_BUILDDIR=$vpd_build)"
+done
+
+vpd_exit() {
+    local rc=$?
+    vpd_stop_quiet
+    if [ $rc -ne 0 ] && [ -s "$vpd_log" ]; then
+        echo "--- vcpuplaced log (last 30 lines)"
+        tail -n 30 "$vpd_log"
+    fi
+    (exit $rc)
+    e2e_cleanup
+}
+trap vpd_exit EXIT
+
+# vpd_config [KEY=VALUE]...: writes the configuration; extra [daemon] keys as given.
+# The host's own CPUs, no housekeeping: this machine may have only two.
+vpd_config() {
+    {
+        echo "[daemon]"
+        echo "uri=qemu:///system"
+        echo "topology=host"
+        echo "housekeeping_cpus=none"
+        echo "socket=$vpd_sock"
+        echo "state=$e2e_tmp/state/ledger.json"
+        local kv
+        for kv in "$@"; do echo "$kv"; done
+    } >"$vpd_conf"
+}
+
+vpd_connected() {
+    "$vpd_cli" status --config "$vpd_conf" 2>/dev/null | grep -q '(connected)'
+}
+
+vpd_start() {
+    [ -f "$vpd_conf" ] || vpd_config
+    "$vpd_daemon" --config "$vpd_conf" >>"$vpd_log" 2>&1 &
+    vpd_pid=$!
+    vp_wait_until 20 vpd_connected || e2e_fail "vcpuplaced did not come up connected; see $vpd_log"
+}
+
+vpd_stop_quiet() {
+    [ -n "$vpd_pid" ] || return 0
+    kill -TERM "$vpd_pid" 2>/dev/null || true
+    wait "$vpd_pid" 2>/dev/null || true
+    vpd_pid=
+}
+
+vpd_kill9() {
+    kill -KILL "$vpd_pid"
+    wait "$vpd_pid" 2>/dev/null || true
+    vpd_pid=
+}
+
+vpd_install_hook() {
+    printf '#!/bin/sh\nVCPUPLACE_CONFIG=%s exec %s "$@"\n' "$vpd_conf" "$vpd_hook" >"$e2e_tmp/hook"
+    chmod 0755 "$e2e_tmp/hook"
+    e2e_install_hook "$e2e_tmp/hook" vcpuplace >/dev/null
+}
+
+vpd_status() {
+    "$vpd_cli" status --config "$vpd_conf" "$@"
+}
+
+# "STATE, HOW" of a guest as vcpuplaced reports it, or "none".
+vpd_state() {
+    vpd_status 2>/dev/null | sed -n "s/^$1: //p" | head -n 1 | grep . || echo none
+}
+
+# Planned CPU per vCPU, comma separated in vCPU order ("3,1").
+vpd_planned() {
+    vpd_status "$1" | awk '/^  vCPU/ { on = 1; next } /^  emulator/ { on = 0 } on { print $2 }' |
+        paste -sd,
+}
+
+# Waits until the guest's state matches the regex.
+vpd_wait_state() { # guest regex
+    local i
+    for ((i = 0; i < 100; i++)); do
+        vpd_state "$1" | grep -qE -- "$2" && return 0
+        sleep 0.1
+    done
+    e2e_fail "$1: state '$(vpd_state "$1")' never matched /$2/"
+}
+
+# Checks one running guest: libvirt (virsh vcpupin) and the kernel (/proc, by the
+# vCPU thread's name) both show the plan vcpuplaced reports. Prints the planned CPUs.
+vpd_check_applied() { # guest
+    local guest=$1 pid planned vcpu tid proc pin cpu
+    vpd_wait_state "$guest" '^applied'
+    planned=$(vpd_planned "$guest")
+    pid=$(e2e_qemu_pid "$guest")
+    while read -r vcpu tid; do
+        cpu=$(echo "$planned" | cut -d, -f$((vcpu + 1)))
+        pin=$(virsh -q vcpupin "$guest" "$vcpu" | awk '{print $2}')
+        proc=$(e2e_allowed_list "$pid" "$tid")
+        [ "$pin" = "$cpu" ] || e2e_fail "$guest vCPU $vcpu: virsh vcpupin says $pin, plan $cpu"
+        [ "$proc" = "$cpu" ] ||
+            e2e_fail "$guest vCPU $vcpu (TID $tid): /proc says $proc, plan $cpu"
+    done < <(e2e_vcpu_threads "$pid")
+    e2e_pass "$guest: vcpupin and /proc show the plan ($planned)"
+    vpd_planned_cpus=$planned
+}
+
+# No CPU is planned for two guests' vCPUs.
+vpd_check_disjoint() {
+    local all
+    all=$(vpd_status | awk '/^  vCPU/ { on = 1; next } /^  emulator/ { on = 0 } on { print $2 }' | sort)
+    [ "$(echo "$all" | sort -u | grep -c .)" = "$(echo "$all" | grep -c .)" ] ||
+        e2e_fail "a CPU is planned twice: $(echo "$all" | paste -sd' ')"
+    e2e_pass "no CPU planned for two vCPUs ($(echo "$all" | paste -sd' '))"
+}
+
+# Lines libvirtd logged since a mark (line count taken by vpd_log_mark).
+vpd_log_mark() {
+    wc -l <"$vpd_libvirt_log"
+}
+vpd_log_since() { # mark
+    tail -n +"$(($1 + 1))" "$vpd_libvirt_log"
+}
