@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#define NS 1000000000LL
 #define MAX_BACKOFF_SHIFT 6
 /* Cores whose busy figures differ by less than this are equally good: the lower index wins,
  * so that measurement noise does not pick the target. */
@@ -70,8 +71,8 @@ void
 vpRebalanceConfigInit(vpRebalanceConfig *cfg)
 {
     cfg->max_moves = 2;
-    cfg->min_residency_ns = 60 * G_TIME_SPAN_SECOND * 1000;
-    cfg->memory_ns = 600 * G_TIME_SPAN_SECOND * 1000;
+    cfg->min_residency_ns = 60 * NS;
+    cfg->memory_ns = 600 * NS;
     cfg->return_quiet = 30;
     cfg->coupled_wakeups = 1000;
 }
@@ -87,7 +88,7 @@ vpRebalanceConfigValidate(const vpRebalanceConfig *cfg, GError **error)
     if (cfg->min_residency_ns < 0 || cfg->memory_ns < cfg->min_residency_ns) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "memory=%gs must be at least min_residency=%gs (and neither negative)",
-                    cfg->memory_ns / 1e9, cfg->min_residency_ns / 1e9);
+                    (double)cfg->memory_ns / NS, (double)cfg->min_residency_ns / NS);
         return FALSE;
     }
     if (cfg->return_quiet > 86400) {
@@ -120,32 +121,39 @@ keyDouble(GKeyFile *kf, const char *group, const char *key, double *out, GError 
     return TRUE;
 }
 
+/* A whole number in [0, max] from a double key. */
+static gboolean
+wholeIn(const char *group, const char *key, double v, double max, GError **error)
+{
+    if (v >= 0 && v <= max && v == (guint64)v)
+        return TRUE;
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] %s=%g is not a whole number in [0, %g]",
+                group, key, v, max);
+    return FALSE;
+}
+
 gboolean
 vpRebalanceConfigLoadKeyFile(vpRebalanceConfig *cfg, GKeyFile *kf, const char *group,
                              GError **error)
 {
     vpRebalanceConfig c = *cfg;
-    double max_moves = c.max_moves, residency = c.min_residency_ns / 1e9;
-    double memory = c.memory_ns / 1e9, quiet = c.return_quiet;
+    double max_moves = c.max_moves, residency = c.min_residency_ns / NS;
+    double memory = c.memory_ns / NS, quiet = c.return_quiet;
 
     if (!keyDouble(kf, group, "max_moves", &max_moves, error) ||
         !keyDouble(kf, group, "min_residency", &residency, error) ||
         !keyDouble(kf, group, "memory", &memory, error) ||
         !keyDouble(kf, group, "return_quiet", &quiet, error) ||
-        !keyDouble(kf, group, "coupled_wakeups", &c.coupled_wakeups, error))
+        !keyDouble(kf, group, "coupled_wakeups", &c.coupled_wakeups, error) ||
+        !wholeIn(group, "max_moves", max_moves, 1000, error) ||
+        !wholeIn(group, "return_quiet", quiet, 86400, error) ||
+        !wholeIn(group, "min_residency", residency, 86400, error) ||
+        !wholeIn(group, "memory", memory, 7 * 86400, error))
         return FALSE;
-    if (max_moves != (unsigned)max_moves || quiet != (unsigned)quiet || !(residency >= 0) ||
-        !(memory >= 0) || residency > 86400 || memory > 86400 * 7) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "[%s] max_moves=%g, return_quiet=%g must be whole numbers, "
-                    "min_residency=%g, memory=%g seconds within a week",
-                    group, max_moves, quiet, residency, memory);
-        return FALSE;
-    }
     c.max_moves = max_moves;
     c.return_quiet = quiet;
-    c.min_residency_ns = residency * 1e9;
-    c.memory_ns = memory * 1e9;
+    c.min_residency_ns = residency * NS;
+    c.memory_ns = memory * NS;
     if (!vpRebalanceConfigValidate(&c, error)) {
         g_prefix_error(error, "[%s] ", group);
         return FALSE;
@@ -289,7 +297,7 @@ residencyLeft(const Ctx *ctx, const History *h)
         return 0;
     need = cfg->min_residency_ns << MIN(recent - 1, MAX_BACKOFF_SHIFT);
     need = MIN(need, cfg->memory_ns);
-    return ctx->now - last >= need ? 0 : (need - (ctx->now - last)) / 1e9;
+    return ctx->now - last >= need ? 0 : (double)(need - (ctx->now - last)) / NS;
 }
 
 /* A PU this vCPU left within memory, unless the PU has been idle since long enough. */
@@ -590,13 +598,14 @@ loosestTier(const vpPlan *plan)
     }
 }
 
+/* loosest: the worst sibling relation acceptable besides whole idle cores. */
 static bool
-findTarget(const Ctx *ctx, const vpPlan *plan, const History *h, Decision *d, int l3_only)
+findTarget(const Ctx *ctx, const vpPlan *plan, const History *h, Decision *d, int l3_only,
+           Rel loosest)
 {
     const vpCore *core = vpTopologyCore(ctx->topo, coreOf(ctx, d->from[0]));
     Scope scopes[2];
     int nscopes = 0;
-    Rel loosest = loosestTier(plan);
 
     scopes[nscopes++] = (Scope){VP_LEVEL_L3, l3_only >= 0 ? l3_only : core->group[VP_LEVEL_L3],
                                 core->group[VP_LEVEL_NUMA]};
@@ -697,6 +706,7 @@ decide(Ctx *ctx, const Cand *c)
     double wakeups;
     int l3_only = -1;
     int home;
+    Rel loosest;
 
     if (!plan)
         return;
@@ -713,7 +723,12 @@ decide(Ctx *ctx, const Cand *c)
                                    wakeups, ctx->rb->cfg.coupled_wakeups, home);
     }
     gatherDecision(ctx, plan, c, &d);
-    if (!findTarget(ctx, plan, h, &d, l3_only)) {
+    /* leaving foreign siblings for a share domain's sibling would only trade one stranger
+     * for another */
+    loosest = loosestTier(plan);
+    if (c->trig == TRIG_CORUN)
+        loosest = MIN(loosest, REL_GROUP);
+    if (!findTarget(ctx, plan, h, &d, l3_only, loosest)) {
         note(ctx,
              "CPU %u: vCPU %d of '%s' (smt=%s) stays: no idle target its policy allows in "
              "%s%s",

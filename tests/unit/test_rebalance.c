@@ -755,6 +755,55 @@ START_TEST(test_spread_never_next_to_stranger)
 }
 END_TEST
 
+/* A vCPU that does not wait but shares its core with host load on the sibling. */
+static GPtrArray *
+corunCase(const char *smt, bool idle_core_left, GPtrArray *notes)
+{
+    g_autoptr(vpTopology) topo = buildTopo(1, 1, 1, 4, 2);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPressure) p = vpPressureNew(topo, NULL);
+    g_autoptr(vpRebalancer) rb = vpRebalancerNew(NULL);
+    const int a[] = {0}, b[] = {1}, c[] = {2}, d[] = {3};
+    const Load loads[] = {{"a", 0, 0.6, 0.01, 300},
+                          {"b", 0, 0.5, 0.01, 300},
+                          {"c", 0, 0.5, 0.01, 300},
+                          {"d", 0, 0.5, 0.01, 300}};
+    double busy[8];
+    int n = idle_core_left ? 3 : 4;
+
+    addPlan(ledger, makePlan(topo, "a", smt, NULL, a, 1, NULL, 0));
+    addPlan(ledger, makePlan(topo, "b", "spread", NULL, b, 1, NULL, 0));
+    addPlan(ledger, makePlan(topo, "c", "share", NULL, c, 1, NULL, 0));
+    if (!idle_core_left)
+        addPlan(ledger, makePlan(topo, "d", "share", NULL, d, 1, NULL, 0));
+    fillBusy(busy, 8, ledger, loads, n);
+    busy[4] = 0.8; /* a host task on CPU 0's sibling */
+    feed(p, ledger, loads, n, busy, 8, 6);
+    ck_assert(vpPressureCoreContended(p, 0));
+    ck_assert(!vpPressurePUHot(p, 0));
+    return pass(rb, p, ledger, 6 * SEC, notes);
+}
+
+START_TEST(test_corun_moves_to_whole_core)
+{
+    g_autoptr(GPtrArray) notes = notesNew();
+    g_autoptr(GPtrArray) moves = corunCase("spread", true, notes);
+
+    ck_assert_uint_eq(moves->len, 1);
+    ck_assert_uint_eq(((vpMove *)g_ptr_array_index(moves, 0))->to, 3);
+    ck_assert_ptr_nonnull(
+        strstr(((vpMove *)g_ptr_array_index(moves, 0))->reason, "co-runs with foreign load"));
+    g_ptr_array_unref(moves);
+
+    /* share may sit next to share domains, but leaving a stranger for another one gains
+     * nothing: no move */
+    moves = corunCase("share", false, notes);
+    printNotes(notes);
+    ck_assert_uint_eq(moves->len, 0);
+    ck_assert(notesHave(notes, "no idle target"));
+}
+END_TEST
+
 /* Two L3s of 4 cores; domain "chat" fills 3 cores of L3 0 plus one more vCPU on the fourth;
  * an idle core exists only in L3 1. */
 static void
@@ -1148,6 +1197,7 @@ rebalanceSuite(void)
     tcase_add_test(cases, test_spread_sibling_tiers);
     tcase_add_test(cases, test_spread_never_next_to_stranger);
     tcase_add_test(cases, test_wake_coupled_stays_in_l3);
+    tcase_add_test(cases, test_corun_moves_to_whole_core);
     tcase_add_test(cases, test_cap_per_pass);
     tcase_add_test(cases, test_residency_and_memory);
     tcase_add_test(cases, test_off_and_pinned_never_move);
