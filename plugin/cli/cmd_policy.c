@@ -99,8 +99,8 @@ vpCmdPolicy(int argc, char **argv)
         {"rebalance", 0, 0, G_OPTION_ARG_STRING, &rebalance, "auto | off", "MODE"},
         {"unmet", 0, 0, G_OPTION_ARG_STRING, &unmet, "refuse | degrade", "MODE"},
         {"live", 0, 0, G_OPTION_ARG_NONE, &only_live, "change the running domain only", NULL},
-        {"config", 0, 0, G_OPTION_ARG_NONE, &only_config, "change the persistent definition only",
-         NULL},
+        {"persistent", 0, 0, G_OPTION_ARG_NONE, &only_config,
+         "change the persistent definition only", NULL},
         {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print the policy as JSON", NULL},
         {NULL},
     };
