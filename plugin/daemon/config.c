@@ -9,8 +9,8 @@
 #include <string.h>
 
 static const char *const daemonKeys[] = {
-    "uri",          "topology",        "host_cpus", "housekeeping_cpus", "socket", "state",
-    "hook_failure", "hook_timeout_ms", NULL,
+    "uri",   "topology",     "host_cpus",       "housekeeping_cpus", "socket",
+    "state", "hook_failure", "hook_timeout_ms", "domains",           NULL,
 };
 
 const char *
@@ -56,6 +56,7 @@ vpConfigFree(vpConfig *cfg)
         hwloc_bitmap_free(cfg->housekeeping);
     g_free(cfg->socket);
     g_free(cfg->state);
+    g_strfreev(cfg->domains);
     vpPolicyClear(&cfg->defaults);
     g_free(cfg);
 }
@@ -162,12 +163,43 @@ configParse(vpConfig *cfg, GKeyFile *kf, const char *path, GError **error)
         cfg->hook_timeout_ms = (int)ms;
     }
 
+    if (g_key_file_has_key(kf, "daemon", "domains", NULL)) {
+        gsize n = 0;
+        g_auto(GStrv) globs = g_key_file_get_string_list(kf, "daemon", "domains", &n, NULL);
+        for (gsize i = 0; i < n; i++) {
+            if (!*globs[i]) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "%s: [daemon] domains: pattern %zu is empty", path, i + 1);
+                return FALSE;
+            }
+        }
+        if (n == 0) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: [daemon] domains is empty (leave it out to manage every domain)",
+                        path);
+            return FALSE;
+        }
+        cfg->domains = g_steal_pointer(&globs);
+    }
+
     if (g_key_file_has_group(kf, "policy") &&
         !vpPolicyLoadKeyFile(&cfg->defaults, kf, "policy", error)) {
         g_prefix_error(error, "%s: ", path);
         return FALSE;
     }
     return TRUE;
+}
+
+gboolean
+vpConfigManages(const vpConfig *cfg, const char *name)
+{
+    if (!cfg->domains)
+        return TRUE;
+    for (char **g = cfg->domains; *g; g++) {
+        if (g_pattern_match_simple(*g, name))
+            return TRUE;
+    }
+    return FALSE;
 }
 
 vpConfig *

@@ -11,6 +11,8 @@
  *   hook_failure=open             open: a start goes on when the daemon is unreachable;
  *                                 closed: it is refused
  *   hook_timeout_ms=500           the hook's bound on connect + reply
+ *   domains=web-*;db-*            glob patterns of the domains to manage (default: all);
+ *                                 others are neither placed nor pinned nor recorded
  *   [policy]
  *   smt=spread ...                defaults for what a domain's metadata leaves out
  *
@@ -33,6 +35,7 @@ typedef struct {
     char *state;
     vpHookFailure hook_failure;
     int hook_timeout_ms;
+    char **domains; /* NULL: every domain */
     vpPolicy defaults;
 } vpConfig;
 
@@ -47,6 +50,9 @@ vpConfig *vpConfigNew(void);
 vpConfig *vpConfigLoad(const char *path, GError **error);
 void vpConfigFree(vpConfig *cfg);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpConfig, vpConfigFree)
+
+/* Whether the configuration has vcpuplaced manage the domain called name. */
+gboolean vpConfigManages(const vpConfig *cfg, const char *name);
 
 const char *vpHookFailureName(vpHookFailure mode);
 /* "open" / "closed"; -1 otherwise. */

@@ -298,6 +298,15 @@ fullSync(vpDaemon *d, virConnectPtr conn)
         }
         return;
     }
+    /* Domains the configuration leaves out are not there, as far as vcpuplace goes. */
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (vpConfigManages(d->cfg, virDomainGetName(doms[i])))
+            doms[kept++] = doms[i];
+        else
+            virDomainFree(doms[i]);
+    }
+    n = kept;
     g_autoptr(GHashTable) running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (int i = 0; i < n; i++)
         g_hash_table_add(running, g_strdup(virDomainGetName(doms[i])));
@@ -402,7 +411,8 @@ onLifecycle(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer dat
     switch (event) {
     case VIR_DOMAIN_EVENT_STARTED:
     case VIR_DOMAIN_EVENT_STOPPED:
-        queueSync(d, virDomainGetName(dom), 0);
+        if (vpConfigManages(d->cfg, virDomainGetName(dom)))
+            queueSync(d, virDomainGetName(dom), 0);
         break;
     default:
         break;
@@ -467,6 +477,16 @@ getName(JsonObject *req, GError **error)
     return name;
 }
 
+/* The configuration leaves this domain out: nothing to do, and the start goes on. */
+static JsonNode *
+ignored(void)
+{
+    JsonObject *o;
+    JsonNode *reply = vpProtoReplyOk(&o);
+    json_object_set_boolean_member(o, "ignored", TRUE);
+    return reply;
+}
+
 static JsonNode *
 opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
 {
@@ -474,6 +494,8 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     const char *xml = name ? vpProtoGetString(req, "xml", TRUE, error) : NULL;
     if (!xml)
         return NULL;
+    if (!vpConfigManages(d->cfg, name))
+        return ignored();
     const vpPlan *plan = vpManagerReserve(d->mgr, name, xml, strlen(xml), error);
     setAfter(after, d, NULL);
     if (!plan) {
@@ -498,6 +520,8 @@ opNotify(vpDaemon *d, JsonObject *req, vpServerAfter *after, gboolean sync, GErr
     const char *name = getName(req, error);
     if (!name)
         return NULL;
+    if (!vpConfigManages(d->cfg, name))
+        return ignored();
     if (sync) {
         if (strcmp(json_object_get_string_member(req, "op"), "reconnect") == 0)
             vpVirConnPoke(d->vc);

@@ -22,6 +22,7 @@ done
 
 vpd_exit() {
     local rc=$?
+    set +e
     vpd_stop_quiet
     if [ $rc -ne 0 ] && [ -s "$vpd_log" ]; then
         echo "--- vcpuplaced log (last 30 lines)"
@@ -33,7 +34,8 @@ vpd_exit() {
 trap vpd_exit EXIT
 
 # vpd_config [KEY=VALUE]...: writes the configuration; extra [daemon] keys as given.
-# The host's own CPUs, no housekeeping: this machine may have only two.
+# The host's own CPUs, no housekeeping: this machine may have only two. Only this suite's
+# guests (vpe2e-d-*) are managed: other tests on the same libvirtd keep libvirt's defaults.
 vpd_config() {
     {
         echo "[daemon]"
@@ -42,6 +44,7 @@ vpd_config() {
         echo "housekeeping_cpus=none"
         echo "socket=$vpd_sock"
         echo "state=$e2e_tmp/state/ledger.json"
+        echo "domains=vpe2e-d-*"
         local kv
         for kv in "$@"; do echo "$kv"; done
     } >"$vpd_conf"

@@ -32,7 +32,7 @@ e2e_expect_match "nobody on an open socket: refused by the daemon, saying why" \
     '"ok":false,"error":"permission denied: peer uid 65534 is not root' "$out"
 chmod 0600 "$vpd_sock"
 
-out=$(printf 'garbage\n{"op":"frobnicate"}\n{"op":"reserve","name":"vpe2e-x","xml":"<domain>"}\n{"op":"status"}\n' |
+out=$(printf 'garbage\n{"op":"frobnicate"}\n{"op":"reserve","name":"vpe2e-d-x","xml":"<domain>"}\n{"op":"status"}\n' |
     "$vpd_sockclient" "$vpd_sock")
 e2e_expect_match "garbage: invalid JSON" '^\{"ok":false,"error":"invalid JSON' "$(echo "$out" | sed -n 1p)"
 e2e_expect_match "unknown operation named" "unknown operation 'frobnicate'" "$(echo "$out" | sed -n 2p)"
@@ -49,32 +49,32 @@ vpd_connected || e2e_fail "vcpuplaced stopped answering"
 e2e_pass "vcpuplaced alive and answering after bad peers and messages"
 
 # --- the hook, run by hand as libvirt never would ----------------------------------------
-e2e_define vpe2e-x
-xml=$(virsh dumpxml vpe2e-x)
+e2e_define vpe2e-d-x
+xml=$(virsh dumpxml vpe2e-d-x)
 set +e
-out=$("$hook" vpe2e-x prepare 2>&1 </dev/null)
+out=$("$hook" vpe2e-d-x prepare 2>&1 </dev/null)
 rc=$?
 set -e
 e2e_expect_eq "hook with 2 arguments: exit 0" 0 "$rc"
 e2e_expect_match "hook with 2 arguments: says so" 'called with 2 arguments, expected 4' "$out"
-out=$("$hook" vpe2e-x frobnicate begin - 2>&1 </dev/null)
+out=$("$hook" vpe2e-d-x frobnicate begin - 2>&1 </dev/null)
 e2e_expect_eq "hook with an unknown operation: exit 0, silent" "" "$out"
-out=$("$hook" vpe2e-x prepare begin - 2>&1 </dev/null)
+out=$("$hook" vpe2e-d-x prepare begin - 2>&1 </dev/null)
 e2e_expect_match "prepare without XML on stdin: lets the start go on, saying why" \
     'no usable domain XML on stdin.*hook_failure=open' "$out"
 set +e
-out=$(echo '<domain><name>vpe2e-x</name>' | "$hook" vpe2e-x prepare begin - 2>&1)
+out=$(echo '<domain><name>vpe2e-d-x</name>' | "$hook" vpe2e-d-x prepare begin - 2>&1)
 rc=$?
 set -e
 e2e_expect_eq "prepare with truncated XML: refused" 1 "$rc"
-e2e_expect_match "prepare with truncated XML: the parser's reason" 'refusing to start vpe2e-x: .*line' "$out"
-e2e_expect_eq "nothing reserved for it" none "$(vpd_state vpe2e-x)"
+e2e_expect_match "prepare with truncated XML: the parser's reason" 'refusing to start vpe2e-d-x: .*line' "$out"
+e2e_expect_eq "nothing reserved for it" none "$(vpd_state vpe2e-d-x)"
 
 # --- XML without metadata ----------------------------------------------------------------
-echo "$xml" | grep -q vcpuplace && e2e_fail "vpe2e-x unexpectedly has vcpuplace metadata"
-echo "$xml" | "$hook" vpe2e-x prepare begin - || e2e_fail "prepare of a guest without metadata failed"
+echo "$xml" | grep -q vcpuplace && e2e_fail "vpe2e-d-x unexpectedly has vcpuplace metadata"
+echo "$xml" | "$hook" vpe2e-d-x prepare begin - || e2e_fail "prepare of a guest without metadata failed"
 e2e_expect_match "no metadata: reserved with the daemon's defaults" '^reserved, placed' \
-    "$(vpd_state vpe2e-x)"
-e2e_expect_match "no metadata: default policy" 'smt=spread' "$(vpd_status vpe2e-x)"
-echo "$xml" | "$hook" vpe2e-x release end -
-e2e_expect_eq "release frees it" none "$(vpd_state vpe2e-x)"
+    "$(vpd_state vpe2e-d-x)"
+e2e_expect_match "no metadata: default policy" 'smt=spread' "$(vpd_status vpe2e-d-x)"
+echo "$xml" | "$hook" vpe2e-d-x release end -
+e2e_expect_eq "release frees it" none "$(vpd_state vpe2e-d-x)"

@@ -422,6 +422,37 @@ START_TEST(test_cputune_pins_respected)
 }
 END_TEST
 
+/* [daemon] domains: others are neither placed nor recorded, through hook or event. */
+START_TEST(test_domains_filter)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-256.xml", BIG_TOPOLOGY, "domains=web-*;api\n");
+    g_autoptr(vpDaemon) d = startDaemon();
+    virConnectPtr conn = vpDaemonLibvirt(d);
+    vpManager *m = vpDaemonManager(d);
+    g_autofree char *xweb = domainXML("web-1", 2, NULL, NULL);
+    g_autofree char *xapi = domainXML("api", 2, NULL, NULL);
+    g_autofree char *xdb = domainXML("db-1", 2, NULL, NULL);
+    virDomainPtr web = define(conn, xweb), api = define(conn, xapi), db = define(conn, xdb);
+
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(hook("db-1", "prepare", "begin", xdb, &err), 0);
+    ck_assert_str_eq(err, "");
+    ck_assert_ptr_null(vpManagerRecord(m, "db-1"));
+    ck_assert_int_eq(virDomainCreate(db), 0);
+    ck_assert_int_eq(virDomainCreate(web), 0);
+    ck_assert_int_eq(virDomainCreate(api), 0);
+    waitIdle(d);
+    ck_assert_ptr_null(vpManagerRecord(m, "db-1"));
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "web-1")->state), "applied");
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "api")->state), "applied");
+    g_autoptr(vpLivePins) live = vpVirPinsRead(db, 0, NULL);
+    ck_assert_int_gt(hwloc_bitmap_weight(live->vcpu[0]), 1);
+    virDomainFree(web);
+    virDomainFree(api);
+    virDomainFree(db);
+}
+END_TEST
+
 static const char *const policies[] = {
     "smt='spread'",
     "smt='isolate'",
@@ -690,6 +721,7 @@ START_TEST(test_config_errors)
     expectConfigError("[daemon]\nuri=\n", "uri is empty");
     expectConfigError("[policy]\nsmt=sideways\n", "sideways");
     expectConfigError("[policy]\nsmtt=spread\n", "smtt");
+    expectConfigError("[daemon]\ndomains=web-*;;db-*\n", "pattern 2 is empty");
     expectConfigError("not a key file", "cannot read configuration");
 
     g_autoptr(GError) err = NULL;
@@ -734,6 +766,7 @@ suite(void)
     tcase_add_test(tc, test_hook_refusal_and_failure_modes);
     tcase_add_test(tc, test_hook_times_out);
     tcase_add_test(tc, test_cputune_pins_respected);
+    tcase_add_test(tc, test_domains_filter);
     tcase_add_test(tc, test_restart_reconciles);
     tcase_add_test(tc, test_socket_bad_input);
     tcase_add_test(tc, test_cli_status);
