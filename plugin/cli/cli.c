@@ -19,6 +19,7 @@ typedef struct {
 static const vpCommand commands[] = {
     {"plan", vpCmdPlan, "place one domain XML on a topology (offline)"},
     {"simulate", vpCmdSimulate, "replay a JSON-lines start/stop trace (offline)"},
+    {"score", vpCmdScore, "score another placer's outcomes like simulate (offline)"},
     {"topology", vpCmdTopology, "draw the host, with owners from a ledger or the daemon"},
     {"status", vpCmdStatus, "placement of managed domains (live)"},
     {"policy", vpCmdPolicy, "set a domain's vcpuplace policy in its metadata"},

@@ -11,6 +11,7 @@
 
 int vpCmdPlan(int argc, char **argv);
 int vpCmdSimulate(int argc, char **argv);
+int vpCmdScore(int argc, char **argv);
 int vpCmdTopology(int argc, char **argv);
 int vpCmdStatus(int argc, char **argv);
 int vpCmdPolicy(int argc, char **argv);

@@ -1,0 +1,307 @@
+/*
+ * vcpuplace score: feeds the outcome of another placer (a benchmark baseline) through the
+ * scorer that `vcpuplace simulate` uses, so that every placer's figures are computed by the
+ * same code. The outcome file is JSON lines, one per trace event:
+ *   {"op":"start","name":"vm1","vcpus":2,"smt":"spread","group":"g1","threads":2,
+ *    "cpus":[0,16],"reserved":[],"us":12.5}
+ *   {"op":"start","name":"vm2","vcpus":4,"smt":"pack","refused":true,"us":3.1}
+ *   {"op":"stop","name":"vm1"}
+ * "cpus" is the Linux CPU of each vCPU, "reserved" the CPUs held idle, "us" the decision
+ * time. A stop of a VM that is not running (it was refused) is ignored, as in simulate.
+ */
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "core/score.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define VP_SCORE_MAX_VCPUS 4096
+
+static gboolean
+memberInt(JsonObject *obj, const char *key, gint64 min, gint64 max, gint64 *out, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+
+    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"%s\" must be an integer", key);
+        return FALSE;
+    }
+    *out = json_node_get_int(node);
+    if (*out < min || *out > max) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "\"%s\": %" G_GINT64_FORMAT " is not within %" G_GINT64_FORMAT
+                    "..%" G_GINT64_FORMAT,
+                    key, *out, min, max);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static const char *
+memberString(JsonObject *obj, const char *key, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+
+    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"%s\" must be a string", key);
+        return NULL;
+    }
+    return json_node_get_string(node);
+}
+
+static gboolean
+memberUs(JsonObject *obj, double *us, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, "us");
+    GType type = node && JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_NONE;
+
+    if (type != G_TYPE_DOUBLE && type != G_TYPE_INT64) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"us\" must be a number");
+        return FALSE;
+    }
+    *us = json_node_get_double(node);
+    if (!isfinite(*us) || *us < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"us\": %g is not a duration", *us);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* An array of Linux CPU numbers; the scorer checks them against the topology. */
+static int *
+memberCpus(JsonObject *obj, const char *key, guint *n, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+    JsonArray *arr;
+    g_autofree int *cpus = NULL;
+
+    if (!node || !JSON_NODE_HOLDS_ARRAY(node)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"%s\" must be an array of CPU numbers",
+                    key);
+        return NULL;
+    }
+    arr = json_node_get_array(node);
+    *n = json_array_get_length(arr);
+    cpus = g_new(int, MAX(*n, 1));
+    for (guint i = 0; i < *n; i++) {
+        JsonNode *e = json_array_get_element(arr, i);
+        gint64 v;
+
+        if (!JSON_NODE_HOLDS_VALUE(e) || json_node_get_value_type(e) != G_TYPE_INT64 ||
+            (v = json_node_get_int(e)) < 0 || v > G_MAXINT) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "\"%s\"[%u] must be a CPU number (an integer >= 0)", key, i);
+            return NULL;
+        }
+        cpus[i] = (int)v;
+    }
+    return g_steal_pointer(&cpus);
+}
+
+static gboolean
+checkKeys(JsonObject *obj, const char *const *allowed, GError **error)
+{
+    g_autoptr(GList) members = json_object_get_members(obj);
+
+    for (GList *l = members; l; l = l->next) {
+        if (!g_strv_contains(allowed, l->data)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown key \"%s\"",
+                        (const char *)l->data);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
+{
+    static const char *const keys[] = {"op",      "name", "vcpus",    "smt", "group", "threads",
+                                       "refused", "cpus", "reserved", "us",  NULL};
+    vpPolicy policy;
+    vpSmt vpsmt;
+    gint64 vcpus, threads = 1;
+    const char *smt, *group = NULL;
+    double us;
+    g_autofree int *cpus = NULL, *reserved = NULL;
+    g_autoptr(vpBitmap) held = NULL;
+    guint ncpus, nreserved = 0;
+    gboolean ok;
+
+    if (!checkKeys(obj, keys, error) ||
+        !memberInt(obj, "vcpus", 1, VP_SCORE_MAX_VCPUS, &vcpus, error) ||
+        !(smt = memberString(obj, "smt", error)) || !memberUs(obj, &us, error))
+        return FALSE;
+    if (json_object_has_member(obj, "threads") && !memberInt(obj, "threads", 1, 8, &threads, error))
+        return FALSE;
+    if (json_object_has_member(obj, "group") && !json_object_get_null_member(obj, "group") &&
+        !(group = memberString(obj, "group", error)))
+        return FALSE;
+    if (group && *group && !vpPolicyValidGroup(group)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"group\": '%s' is not a valid group",
+                    group);
+        return FALSE;
+    }
+    vpPolicyInitDefaults(&policy);
+    ok = vpPolicySetAttr(&policy, "smt", smt, error);
+    vpsmt = policy.smt;
+    vpPolicyClear(&policy);
+    if (!ok)
+        return FALSE;
+
+    if (json_object_has_member(obj, "refused")) {
+        JsonNode *r = json_object_get_member(obj, "refused");
+
+        if (!JSON_NODE_HOLDS_VALUE(r) || json_node_get_value_type(r) != G_TYPE_BOOLEAN) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"refused\" must be true or false");
+            return FALSE;
+        }
+        if (json_node_get_boolean(r)) {
+            if (json_object_has_member(obj, "cpus") || json_object_has_member(obj, "reserved")) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "a refused start has no \"cpus\" or \"reserved\"");
+                return FALSE;
+            }
+            vpScoreRefused(score, (unsigned)vcpus, us);
+            return TRUE;
+        }
+    }
+
+    if (!(cpus = memberCpus(obj, "cpus", &ncpus, error)))
+        return FALSE;
+    if (ncpus != (guint)vcpus) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "\"cpus\" has %u entries for %" G_GINT64_FORMAT " vCPUs", ncpus, vcpus);
+        return FALSE;
+    }
+    if (json_object_has_member(obj, "reserved")) {
+        if (!(reserved = memberCpus(obj, "reserved", &nreserved, error)))
+            return FALSE;
+        held = hwloc_bitmap_alloc();
+        for (guint i = 0; i < nreserved; i++) {
+            if (hwloc_bitmap_isset(held, reserved[i])) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"reserved\" names CPU %d twice",
+                            reserved[i]);
+                return FALSE;
+            }
+            hwloc_bitmap_set(held, reserved[i]);
+        }
+    }
+    return vpScorePlaced(score, name, group, vpsmt, (unsigned)threads, (unsigned)vcpus, cpus, held,
+                         us, error);
+}
+
+static gboolean
+scoreLine(vpScore *score, const char *line, GError **error)
+{
+    static const char *const stop_keys[] = {"op", "name", NULL};
+    g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    JsonObject *obj;
+    const char *op, *name;
+
+    if (!json_parser_load_from_data(parser, line, -1, error))
+        return FALSE;
+    if (!JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "an outcome must be a JSON object");
+        return FALSE;
+    }
+    obj = json_node_get_object(json_parser_get_root(parser));
+    if (!(op = memberString(obj, "op", error)) || !(name = memberString(obj, "name", error)))
+        return FALSE;
+    if (!*name) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"name\" must not be empty");
+        return FALSE;
+    }
+    if (strcmp(op, "start") == 0)
+        return scoreStart(score, obj, name, error);
+    if (strcmp(op, "stop") == 0) {
+        if (!checkKeys(obj, stop_keys, error))
+            return FALSE;
+        vpScoreStopped(score, name);
+        return TRUE;
+    }
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"op\": '%s' is not one of start, stop", op);
+    return FALSE;
+}
+
+static gboolean
+scoreFile(vpScore *score, const char *path, GError **error)
+{
+    g_autofree char *data = NULL;
+    g_auto(GStrv) lines = NULL;
+
+    if (!g_file_get_contents(path, &data, NULL, error))
+        return FALSE;
+    lines = g_strsplit(data, "\n", -1);
+    for (unsigned i = 0; lines[i]; i++) {
+        if (!*g_strstrip(lines[i]))
+            continue;
+        if (!scoreLine(score, lines[i], error)) {
+            g_prefix_error(error, "%s:%u: ", path, i + 1);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+int
+vpCmdScore(int argc, char **argv)
+{
+    g_auto(vpCliOptions) opts = {0};
+    g_autoptr(GOptionContext) octx = g_option_context_new("OUTCOMES.jsonl");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpTopology) topo = NULL;
+    g_autoptr(vpScore) score = NULL;
+    g_autoptr(JsonNode) metrics = NULL;
+
+    g_option_context_set_summary(octx, "Score another placer's outcomes (JSON lines of starts "
+                                       "with their CPUs, refusals and stops) with the metrics "
+                                       "of `vcpuplace simulate`.");
+    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    if (!g_option_context_parse(octx, &argc, &argv, &error)) {
+        vpCliError("score", error);
+        return VP_EXIT_ERROR;
+    }
+    if (argc != 2) {
+        fprintf(stderr, "vcpuplace score: expected one OUTCOMES.jsonl argument\n");
+        return VP_EXIT_ERROR;
+    }
+    if (!(topo = vpCliLoadTopology(&opts, &error))) {
+        vpCliError("score", error);
+        return VP_EXIT_ERROR;
+    }
+    score = vpScoreNew(topo);
+    if (!scoreFile(score, argv[1], &error)) {
+        vpCliError("score", error);
+        return VP_EXIT_ERROR;
+    }
+    metrics = vpScoreToJson(score);
+    if (opts.json) {
+        g_autoptr(JsonBuilder) b = json_builder_new();
+        g_autoptr(JsonNode) root = NULL;
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "metrics");
+        json_builder_add_value(b, g_steal_pointer(&metrics));
+        json_builder_end_object(b);
+        root = json_builder_get_root(b);
+        vpCliPrintJson(root);
+    } else {
+        JsonObject *m = json_node_get_object(metrics);
+        g_autoptr(GList) keys = json_object_get_members(m);
+
+        printf("metrics:\n");
+        for (GList *l = keys; l; l = l->next) {
+            JsonNode *v = json_object_get_member(m, l->data);
+
+            if (json_node_get_value_type(v) == G_TYPE_DOUBLE)
+                printf("  %-34s %g\n", (const char *)l->data, json_node_get_double(v));
+            else
+                printf("  %-34s %" G_GINT64_FORMAT "\n", (const char *)l->data,
+                       json_node_get_int(v));
+        }
+    }
+    return VP_EXIT_OK;
+}
