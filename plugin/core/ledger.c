@@ -3,6 +3,8 @@
  * vpLedgerClaims(), which turns a plan into the PU slots it needs and rejects a plan that
  * names a CPU the topology lacks or gives one PU twice, so the owner table can never hold
  * two entries for one PU: loading a file and adding a fresh plan take the same path.
+ * The one exception is deliberate: overcommitted smt=share plans may time-share a PU with
+ * other smt=share vCPUs; those extra holders live in a per-PU side list.
  */
 #include "ledger.h"
 
@@ -19,6 +21,7 @@ struct _vpLedger {
     const vpTopology *topo;
     int npus;
     vpOwner *owners;   /* per logical PU; domain points into the plan in plans */
+    GArray **sharers;  /* per logical PU, NULL or extra vpOwner entries (time-sharing) */
     GHashTable *plans; /* domain name (owned by the plan) -> vpPlan copy */
 };
 
@@ -50,6 +53,7 @@ vpLedgerNew(const vpTopology *topo)
     ledger->topo = topo;
     ledger->npus = vpTopologyNPUs(topo);
     ledger->owners = g_new0(vpOwner, ledger->npus);
+    ledger->sharers = g_new0(GArray *, ledger->npus);
     for (i = 0; i < ledger->npus; i++)
         ledger->owners[i].vcpu = -1;
     ledger->plans =
@@ -63,6 +67,11 @@ vpLedgerFree(vpLedger *ledger)
     if (!ledger)
         return;
     g_hash_table_unref(ledger->plans);
+    for (int i = 0; i < ledger->npus; i++) {
+        if (ledger->sharers[i])
+            g_array_free(ledger->sharers[i], TRUE);
+    }
+    g_free(ledger->sharers);
     g_free(ledger->owners);
     g_free(ledger);
 }
@@ -148,6 +157,18 @@ vpLedgerClaims(const vpLedger *ledger, const vpPlan *plan, GError **error)
     return g_steal_pointer(&claims);
 }
 
+/* A claim on a held PU is fine only between vCPUs of smt=share domains, and only for a
+ * plan the placer marked as overcommitted. */
+static bool
+vpLedgerTimeShare(const vpLedger *ledger, const vpPlan *plan, const vpClaim *c)
+{
+    const vpOwner *held = &ledger->owners[c->pu];
+    const vpPlan *holder = g_hash_table_lookup(ledger->plans, held->domain);
+
+    return plan->overcommit && plan->policy.smt == VP_SMT_SHARE && c->kind == VP_OWN_VCPU &&
+           held->kind == VP_OWN_VCPU && holder && holder->policy.smt == VP_SMT_SHARE;
+}
+
 gboolean
 vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
 {
@@ -166,7 +187,7 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
         const vpClaim *c = &g_array_index(claims, vpClaim, i);
         const vpOwner *held = &ledger->owners[c->pu];
 
-        if (held->domain) {
+        if (held->domain && !vpLedgerTimeShare(ledger, plan, c)) {
             g_autofree char *who = vpClaimDescribe(c->kind, c->vcpu);
             g_autofree char *holder = vpClaimDescribe(held->kind, held->vcpu);
 
@@ -180,8 +201,15 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
     copy = vpPlanCopy(plan);
     for (i = 0; i < claims->len; i++) {
         const vpClaim *c = &g_array_index(claims, vpClaim, i);
+        vpOwner owner = {copy->domain, c->kind, c->vcpu};
 
-        ledger->owners[c->pu] = (vpOwner){copy->domain, c->kind, c->vcpu};
+        if (!ledger->owners[c->pu].domain) {
+            ledger->owners[c->pu] = owner;
+            continue;
+        }
+        if (!ledger->sharers[c->pu])
+            ledger->sharers[c->pu] = g_array_new(FALSE, FALSE, sizeof(vpOwner));
+        g_array_append_val(ledger->sharers[c->pu], owner);
     }
     g_hash_table_insert(ledger->plans, copy->domain, copy);
     return TRUE;
@@ -197,8 +225,20 @@ vpLedgerSteal(vpLedger *ledger, const char *domain)
     if (!plan)
         return NULL;
     for (i = 0; i < ledger->npus; i++) {
-        if (ledger->owners[i].domain == plan->domain)
+        GArray *more = ledger->sharers[i];
+
+        for (guint k = more ? more->len : 0; k > 0; k--) {
+            if (g_array_index(more, vpOwner, k - 1).domain == plan->domain)
+                g_array_remove_index(more, k - 1);
+        }
+        if (ledger->owners[i].domain != plan->domain)
+            continue;
+        if (more && more->len) {
+            ledger->owners[i] = g_array_index(more, vpOwner, 0);
+            g_array_remove_index(more, 0);
+        } else {
             ledger->owners[i] = (vpOwner){NULL, VP_OWN_NONE, -1};
+        }
     }
     g_hash_table_steal(ledger->plans, domain);
     return plan;
@@ -238,6 +278,24 @@ vpLedgerOwner(const vpLedger *ledger, int pu)
     if (pu < 0 || pu >= ledger->npus)
         return (vpOwner){NULL, VP_OWN_NONE, -1};
     return ledger->owners[pu];
+}
+
+unsigned
+vpLedgerNOwners(const vpLedger *ledger, int pu)
+{
+    if (pu < 0 || pu >= ledger->npus || !ledger->owners[pu].domain)
+        return 0;
+    return 1 + (ledger->sharers[pu] ? ledger->sharers[pu]->len : 0);
+}
+
+vpOwner
+vpLedgerOwnerAt(const vpLedger *ledger, int pu, unsigned i)
+{
+    if (i == 0)
+        return vpLedgerOwner(ledger, pu);
+    if (i >= vpLedgerNOwners(ledger, pu))
+        return (vpOwner){NULL, VP_OWN_NONE, -1};
+    return g_array_index(ledger->sharers[pu], vpOwner, i - 1);
 }
 
 const char *
@@ -289,49 +347,87 @@ vpLedgerTopology(const vpLedger *ledger)
     return ledger->topo;
 }
 
+static bool
+vpLedgerHolds(const vpLedger *ledger, int pu, const vpOwner *want)
+{
+    for (unsigned i = 0; i < vpLedgerNOwners(ledger, pu); i++) {
+        vpOwner have = vpLedgerOwnerAt(ledger, pu, i);
+
+        if (have.domain == want->domain && have.kind == want->kind && have.vcpu == want->vcpu)
+            return true;
+    }
+    return false;
+}
+
 gboolean
 vpLedgerCheck(const vpLedger *ledger, GError **error)
 {
-    g_autofree vpOwner *expect = g_new0(vpOwner, ledger->npus);
+    g_autofree GArray **expect = g_new0(GArray *, ledger->npus);
     g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
+    gboolean ok = TRUE;
     guint d, i;
     int pu;
 
-    for (pu = 0; pu < ledger->npus; pu++)
-        expect[pu].vcpu = -1;
-    for (d = 0; d < names->len; d++) {
+    for (d = 0; d < names->len && ok; d++) {
         const vpPlan *plan = g_hash_table_lookup(ledger->plans, names->pdata[d]);
         g_autoptr(GArray) claims = vpLedgerClaims(ledger, plan, error);
 
-        if (!claims)
-            return FALSE;
+        if (!claims) {
+            ok = FALSE;
+            break;
+        }
         for (i = 0; i < claims->len; i++) {
             const vpClaim *c = &g_array_index(claims, vpClaim, i);
+            vpOwner o = {plan->domain, c->kind, c->vcpu};
 
-            if (expect[c->pu].domain) {
+            if (!expect[c->pu])
+                expect[c->pu] = g_array_new(FALSE, FALSE, sizeof(vpOwner));
+            g_array_append_val(expect[c->pu], o);
+        }
+    }
+    for (pu = 0; pu < ledger->npus && ok; pu++) {
+        guint n = expect[pu] ? expect[pu]->len : 0;
+        guint plain = 0;
+
+        for (i = 0; i < n; i++) {
+            const vpOwner *o = &g_array_index(expect[pu], vpOwner, i);
+            const vpPlan *plan = g_hash_table_lookup(ledger->plans, o->domain);
+
+            plain += !plan->overcommit;
+            if (n > 1 && (o->kind != VP_OWN_VCPU || plan->policy.smt != VP_SMT_SHARE))
+                plain = n;
+        }
+        /* time-sharing: share vCPUs only, and all but at most one holder overcommitted */
+        if (n > 1 && plain > 1) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "CPU %u is held by both domain '%s' and domain '%s'",
+                        vpTopologyPU(ledger->topo, pu)->os,
+                        g_array_index(expect[pu], vpOwner, 0).domain,
+                        g_array_index(expect[pu], vpOwner, 1).domain);
+            ok = FALSE;
+        }
+        for (i = 0; i < n && ok; i++) {
+            const vpOwner *o = &g_array_index(expect[pu], vpOwner, i);
+
+            if (!vpLedgerHolds(ledger, pu, o)) {
                 g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                            "CPU %u is held by both domain '%s' and domain '%s'",
-                            vpTopologyPU(ledger->topo, c->pu)->os, expect[c->pu].domain,
-                            plan->domain);
-                return FALSE;
+                            "CPU %u: the plan of '%s' holds it for %s, the owner table does not",
+                            vpTopologyPU(ledger->topo, pu)->os, o->domain, vpOwnKindName(o->kind));
+                ok = FALSE;
             }
-            expect[c->pu] = (vpOwner){plan->domain, c->kind, c->vcpu};
+        }
+        if (ok && vpLedgerNOwners(ledger, pu) != n) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "CPU %u: owner table has %u holders, the plans %u",
+                        vpTopologyPU(ledger->topo, pu)->os, vpLedgerNOwners(ledger, pu), n);
+            ok = FALSE;
         }
     }
     for (pu = 0; pu < ledger->npus; pu++) {
-        const vpOwner *have = &ledger->owners[pu];
-
-        if (have->domain != expect[pu].domain || have->kind != expect[pu].kind ||
-            have->vcpu != expect[pu].vcpu) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                        "CPU %u: owner table says '%s' %s, the plans say '%s' %s",
-                        vpTopologyPU(ledger->topo, pu)->os, have->domain ? have->domain : "(free)",
-                        vpOwnKindName(have->kind), expect[pu].domain ? expect[pu].domain : "(free)",
-                        vpOwnKindName(expect[pu].kind));
-            return FALSE;
-        }
+        if (expect[pu])
+            g_array_free(expect[pu], TRUE);
     }
-    return TRUE;
+    return ok;
 }
 
 JsonNode *

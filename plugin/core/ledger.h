@@ -9,12 +9,18 @@
 #include "plan.h"
 #include "topology.h"
 
-typedef enum { VP_OWN_NONE = 0, VP_OWN_VCPU, VP_OWN_EMULATOR, VP_OWN_RESERVED, VP_OWN_LAST } vpOwnKind;
+typedef enum {
+    VP_OWN_NONE = 0,
+    VP_OWN_VCPU,
+    VP_OWN_EMULATOR,
+    VP_OWN_RESERVED,
+    VP_OWN_LAST
+} vpOwnKind;
 
 typedef struct {
-    const char *domain;   /* NULL when free */
+    const char *domain; /* NULL when free */
     vpOwnKind kind;
-    int vcpu;             /* vCPU index for VP_OWN_VCPU, else -1 */
+    int vcpu; /* vCPU index for VP_OWN_VCPU, else -1 */
 } vpOwner;
 
 typedef struct _vpLedger vpLedger;
@@ -32,8 +38,12 @@ gboolean vpLedgerRemove(vpLedger *ledger, const char *domain);
 gboolean vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error);
 
 const vpPlan *vpLedgerLookup(const vpLedger *ledger, const char *domain);
-/* Owner of logical PU index pu. */
+/* Owner of logical PU index pu (the first, when smt=share domains time-share it). */
 vpOwner vpLedgerOwner(const vpLedger *ledger, int pu);
+/* How many domains' vCPUs hold pu: 0 free, 1 usually, more when overcommitted share
+ * domains time-share it; vpLedgerOwnerAt() names each (0 is vpLedgerOwner()). */
+unsigned vpLedgerNOwners(const vpLedger *ledger, int pu);
+vpOwner vpLedgerOwnerAt(const vpLedger *ledger, int pu, unsigned i);
 /* Trust group of the domain holding PU pu (NULL when alone or free). */
 const char *vpLedgerGroupAt(const vpLedger *ledger, int pu);
 bool vpLedgerPUFree(const vpLedger *ledger, int pu);

@@ -15,6 +15,9 @@
  *    groups: that is what "no two untrusted VMs on one core while a free core exists" means.
  * 4. Otherwise refuse, with the figures an operator needs, or, with unmet=degrade, relax
  *    the policy one step (isolate/pack -> spread, forced locality -> auto) and say so.
+ *    A share domain that finds no free PU at all may then time-share PUs that hold only
+ *    other share domains' vCPUs, least shared first: the overcommit operators of shared
+ *    CPU pools expect, and what the rebalancer later undoes when room appears.
  */
 #include "core/placer.h"
 
@@ -570,6 +573,43 @@ pickEmulatorPU(const vpCtx *ctx, vpPlan *plan, vpChoice *choice)
     return true;
 }
 
+/* A PU whose every holder is a vCPU of an smt=share domain: share may time-share it. */
+static int
+shareHolders(const vpCtx *ctx, int pu)
+{
+    unsigned n = ctx->ledger ? vpLedgerNOwners(ctx->ledger, pu) : 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        vpOwner o = vpLedgerOwnerAt(ctx->ledger, pu, i);
+        const vpPlan *holder = vpLedgerLookup(ctx->ledger, o.domain);
+
+        if (o.kind != VP_OWN_VCPU || !holder || holder->policy.smt != VP_SMT_SHARE)
+            return -1;
+    }
+    return n;
+}
+
+/* Free PUs first, then share-held PUs by fewest holders; deterministic by PU order. */
+static bool
+pickOvercommit(const vpCtx *ctx, int n, vpChoice *choice)
+{
+    int npus = vpTopologyNPUs(ctx->topo);
+    int maxholders = 0;
+
+    pickReset(&choice->pick);
+    for (int pu = 0; pu < npus; pu++)
+        maxholders = MAX(maxholders, shareHolders(ctx, pu));
+    for (int want = 0; want <= maxholders && choice->pick.n < n; want++) {
+        for (int pu = 0; pu < npus && choice->pick.n < n; pu++) {
+            if (vpTopologyPU(ctx->topo, pu)->usable && shareHolders(ctx, pu) == want)
+                choice->pick.pus[choice->pick.n++] = pu;
+        }
+    }
+    choice->level = VP_LEVEL_HOST;
+    choice->index = -1;
+    return choice->pick.n == n;
+}
+
 static void degrade(vpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 
 static void
@@ -691,6 +731,23 @@ vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GE
         found = search(&ctx, VP_SMT_SPREAD, VP_LOCALITY_AUTO, n, &choice);
         if (found)
             degrade(plan, "smt=%s relaxed to smt=spread: %s", vpSmtName(smt), why);
+    }
+    if (!found && smt == VP_SMT_SHARE && req->policy.unmet == VP_UNMET_DEGRADE &&
+        pickOvercommit(&ctx, n, &choice)) {
+        g_autoptr(vpBitmap) shared = hwloc_bitmap_alloc();
+        g_autofree char *list = NULL;
+
+        for (int i = 0; i < n; i++) {
+            if (!ctx.pufree[choice.pick.pus[i]])
+                hwloc_bitmap_set(shared, vpTopologyPU(topo, choice.pick.pus[i])->os);
+        }
+        list = vpCpuListFormat(shared);
+        plan->overcommit = true;
+        degrade(plan,
+                "smt=share overcommitted: CPUs %s are time-shared with other smt=share "
+                "domains (no free PU left)",
+                list);
+        found = true;
     }
     if (!found) {
         g_autofree char *why = refusalText(&ctx, smt, locality, n);

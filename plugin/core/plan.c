@@ -70,6 +70,7 @@ vpPlanCopy(const vpPlan *plan)
     copy->guest_cores = plan->guest_cores;
     copy->guest_threads = plan->guest_threads;
     copy->topology_mismatch = plan->topology_mismatch;
+    copy->overcommit = plan->overcommit;
     copy->degraded = plan->degraded;
     copy->degraded_reason = g_strdup(plan->degraded_reason);
     return copy;
@@ -205,6 +206,11 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
 
     json_builder_set_member_name(b, "topology_mismatch");
     json_builder_add_boolean_value(b, plan->topology_mismatch);
+    /* written only when set, so plans without it keep their golden form */
+    if (plan->overcommit) {
+        json_builder_set_member_name(b, "overcommit");
+        json_builder_add_boolean_value(b, TRUE);
+    }
     json_builder_set_member_name(b, "degraded");
     json_builder_add_boolean_value(b, plan->degraded);
     json_builder_set_member_name(b, "degraded_reason");
@@ -481,6 +487,7 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
                                        "level_index",
                                        "guest_topology",
                                        "topology_mismatch",
+                                       "overcommit",
                                        "degraded",
                                        "degraded_reason",
                                        NULL};
@@ -549,6 +556,19 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
         return FALSE;
     (*plan)->topology_mismatch = mismatch;
     (*plan)->degraded = degraded;
+    if (json_object_has_member(obj, "overcommit")) {
+        gboolean overcommit;
+
+        if (!vpPlanGetBool(obj, "overcommit", &overcommit, error))
+            return FALSE;
+        if (overcommit && (*plan)->policy.smt != VP_SMT_SHARE) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "overcommit is true but smt='%s' (only share may time-share PUs)",
+                        vpSmtName((*plan)->policy.smt));
+            return FALSE;
+        }
+        (*plan)->overcommit = overcommit;
+    }
     if (!vpPlanGetString(obj, "", "degraded_reason", TRUE, &reason, error))
         return FALSE;
     if (degraded != (reason != NULL)) {

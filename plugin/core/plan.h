@@ -10,16 +10,16 @@
 #include <json-glib/json-glib.h>
 
 typedef enum {
-    VP_HOW_PLACED = 0,   /* computed by the placer */
-    VP_HOW_PINNED,       /* the domain's own <cputune> pins, respected */
-    VP_HOW_ADOPTED,      /* read back from libvirt's live pins (restart, reconnect) */
+    VP_HOW_PLACED = 0, /* computed by the placer */
+    VP_HOW_PINNED,     /* the domain's own <cputune> pins, respected */
+    VP_HOW_ADOPTED,    /* read back from libvirt's live pins (restart, reconnect) */
     VP_HOW_LAST
 } vpHow;
 
 typedef struct {
     char *domain;
-    char *group;             /* trust group, NULL = alone */
-    vpPolicy policy;         /* effective policy */
+    char *group;     /* trust group, NULL = alone */
+    vpPolicy policy; /* effective policy */
     vpHow how;
     unsigned nvcpus;
     int *vcpu_pu;            /* Linux CPU per vCPU, -1 = not pinned by us */
@@ -29,9 +29,12 @@ typedef struct {
     int level_index;         /* group index at that level (-1 for HOST) */
     /* pack: the guest topology lining guest threads up with host siblings */
     unsigned guest_sockets, guest_cores, guest_threads;
-    bool topology_mismatch;  /* the declared guest topology contradicts the pack layout */
+    bool topology_mismatch; /* the declared guest topology contradicts the pack layout */
+    /* smt=share only: some vCPUs time-share PUs with other smt=share domains' vCPUs, because
+     * no free PU was left and unmet=degrade allowed it. The ledger accepts such plans. */
+    bool overcommit;
     bool degraded;
-    char *degraded_reason;   /* exactly what was relaxed, NULL when not degraded */
+    char *degraded_reason; /* exactly what was relaxed, NULL when not degraded */
 } vpPlan;
 
 vpPlan *vpPlanNew(const char *domain, unsigned nvcpus);

@@ -16,7 +16,8 @@ typedef struct {
 struct _vpScore {
     const vpTopology *topo;
     GHashTable *vms;   /* name -> vpScoreVM */
-    vpScoreVM **owner; /* per logical PU */
+    vpScoreVM **owner; /* per logical PU: the first holder */
+    GPtrArray **more;  /* per logical PU: further holders (overcommitted smt=share) */
     GArray *decision_us;
     unsigned events, starts, placed, refused, admitted_first, frag_refusals;
     bool refused_once;
@@ -25,6 +26,7 @@ struct _vpScore {
     double untrusted_sum, stranded_sum;
     double span_l3_sum, span_numa_sum;
     unsigned pack_vms, pack_aligned;
+    unsigned overcommitted; /* vCPUs placed on a PU another VM already held */
 };
 
 static void
@@ -45,6 +47,7 @@ vpScoreNew(const vpTopology *topo)
     s->topo = topo;
     s->vms = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, vmFree);
     s->owner = g_new0(vpScoreVM *, vpTopologyNPUs(topo));
+    s->more = g_new0(GPtrArray *, vpTopologyNPUs(topo));
     s->decision_us = g_array_new(FALSE, FALSE, sizeof(double));
     return s;
 }
@@ -55,6 +58,11 @@ vpScoreFree(vpScore *s)
     if (!s)
         return;
     g_hash_table_destroy(s->vms);
+    for (int pu = 0; pu < vpTopologyNPUs(s->topo); pu++) {
+        if (s->more[pu])
+            g_ptr_array_free(s->more[pu], TRUE);
+    }
+    g_free(s->more);
     g_free(s->owner);
     g_array_free(s->decision_us, TRUE);
     g_free(s);
@@ -216,8 +224,11 @@ vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsign
     }
     for (guint i = 0; i < held->len; i++) {
         int pu = g_array_index(held, int, i);
+        /* time-sharing among smt=share VMs' vCPUs is overcommit, not a double booking */
+        bool timeshare = pu >= 0 && s->owner[pu] && smt == VP_SMT_SHARE && i < n &&
+                         s->owner[pu]->smt == VP_SMT_SHARE;
 
-        if (pu < 0 || s->owner[pu]) {
+        if (pu < 0 || (s->owner[pu] && !timeshare)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is given a CPU that %s", name,
                         pu < 0 ? "the topology lacks" : "another VM holds");
             return FALSE;
@@ -245,8 +256,18 @@ vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsign
             stranger |= o && breach(o, vm);
         }
     }
-    for (guint i = 0; i < held->len; i++)
-        s->owner[g_array_index(held, int, i)] = vm;
+    for (guint i = 0; i < held->len; i++) {
+        int pu = g_array_index(held, int, i);
+
+        if (!s->owner[pu]) {
+            s->owner[pu] = vm;
+            continue;
+        }
+        if (!s->more[pu])
+            s->more[pu] = g_ptr_array_new();
+        g_ptr_array_add(s->more[pu], vm);
+        s->overcommitted++;
+    }
 
     s->starts++;
     s->placed++;
@@ -285,8 +306,13 @@ vpScoreStopped(vpScore *s, const char *name)
     if (!vm)
         return FALSE;
     for (int pu = 0; pu < vpTopologyNPUs(s->topo); pu++) {
-        if (s->owner[pu] == vm)
-            s->owner[pu] = NULL;
+        if (s->more[pu])
+            g_ptr_array_remove(s->more[pu], vm);
+        if (s->owner[pu] != vm)
+            continue;
+        s->owner[pu] = NULL;
+        if (s->more[pu] && s->more[pu]->len)
+            s->owner[pu] = g_ptr_array_steal_index(s->more[pu], 0);
     }
     g_hash_table_remove(s->vms, name);
     tick(s);
@@ -342,6 +368,7 @@ vpScoreToJson(const vpScore *s)
     addDouble(b, "stranded_free_pus_avg", s->stranded_sum / ev);
     addDouble(b, "l3_span_excess_avg", s->placed ? s->span_l3_sum / s->placed : 0);
     addDouble(b, "numa_span_excess_avg", s->placed ? s->span_numa_sum / s->placed : 0);
+    addInt(b, "overcommitted_vcpus", s->overcommitted);
     addInt(b, "pack_vms_with_guest_siblings", s->pack_vms);
     addDouble(b, "pack_aligned_pct", s->pack_vms ? 100.0 * s->pack_aligned / s->pack_vms : 100);
     addDouble(b, "decision_us_median", percentile(sorted, 0.5));

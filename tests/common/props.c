@@ -27,6 +27,21 @@ trusted(const vpPlan *a, const vpPlan *b)
     return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0);
 }
 
+/* Overcommitted smt=share plans may time-share PUs held only by share vCPUs. */
+static bool
+timeShared(const vpLedger *ledger, const vpPlan *plan, int pu)
+{
+    if (!plan->overcommit || plan->policy.smt != VP_SMT_SHARE)
+        return false;
+    for (unsigned i = 0; i < vpLedgerNOwners(ledger, pu); i++) {
+        vpOwner o = vpLedgerOwnerAt(ledger, pu, i);
+
+        if (o.kind != VP_OWN_VCPU || vpLedgerLookup(ledger, o.domain)->policy.smt != VP_SMT_SHARE)
+            return false;
+    }
+    return true;
+}
+
 static gboolean
 checkNoDoubleBooking(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan,
                      GError **error)
@@ -48,7 +63,7 @@ checkNoDoubleBooking(const vpTopology *topo, const vpLedger *ledger, const vpPla
 
         if (pu < 0)
             return fail(error, "CPU %d is not in the topology", cpu);
-        if (!vpLedgerPUFree(ledger, pu))
+        if (!vpLedgerPUFree(ledger, pu) && !timeShared(ledger, plan, pu))
             return fail(error, "CPU %d is already held by '%s'", cpu,
                         vpLedgerOwner(ledger, pu).domain);
         if (plan->how == VP_HOW_PLACED && !vpTopologyPU(topo, pu)->usable)

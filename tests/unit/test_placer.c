@@ -142,6 +142,46 @@ START_TEST(test_pinned_respected)
 }
 END_TEST
 
+/* Two 1-vCPU share guests on a host that hands out one CPU: the second time-shares it only
+ * with unmet=degrade, says so, and the ledger keeps both holders through removals. */
+START_TEST(test_share_overcommit)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpBitmap) host = vpCpuListParse("host", "0", &error);
+    g_autoptr(vpTopology) topo = vpHwtopoLoad("synthetic:pack:1 core:2 pu:1", host, NULL, &error);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) a = request("a", 1, VP_SMT_SHARE, NULL);
+    g_autoptr(vpRequest) b = request("b", 1, VP_SMT_SHARE, NULL);
+    g_autoptr(vpRequest) c = request("c", 1, VP_SMT_SPREAD, NULL);
+    g_autoptr(vpPlan) pa = placeAdd(topo, ledger, a);
+    g_autoptr(vpPlan) pb = NULL;
+    g_autoptr(vpPlan) pc = NULL;
+
+    ck_assert(!vpPlace(topo, ledger, b, &error));
+    ck_assert(g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED));
+    g_clear_error(&error);
+
+    b->policy.unmet = VP_UNMET_DEGRADE;
+    pb = placeAdd(topo, ledger, b);
+    ck_assert(pb->overcommit && pb->degraded);
+    ck_assert_int_eq(pb->vcpu_pu[0], 0);
+    ck_assert_str_eq(pb->degraded_reason, "smt=share overcommitted: CPUs 0 are time-shared with "
+                                          "other smt=share domains (no free PU left)");
+    ck_assert_uint_eq(vpLedgerNOwners(ledger, 0), 2);
+    ck_assert(vpLedgerCheck(ledger, NULL));
+
+    /* spread never time-shares, even when degraded */
+    c->policy.unmet = VP_UNMET_DEGRADE;
+    ck_assert(!(pc = vpPlace(topo, ledger, c, &error)));
+    g_clear_error(&error);
+
+    ck_assert(vpLedgerRemove(ledger, "a"));
+    ck_assert_uint_eq(vpLedgerNOwners(ledger, 0), 1);
+    ck_assert_str_eq(vpLedgerOwner(ledger, 0).domain, "b");
+    ck_assert(vpLedgerCheck(ledger, NULL));
+}
+END_TEST
+
 /* Random churn: starts and stops of mixed sizes, policies and groups; every plan passes the
  * properties, and after everything stops the ledger is empty again. */
 static void
@@ -237,6 +277,7 @@ main(void)
     tcase_add_test(tc, test_trust_group_shares_first);
     tcase_add_test(tc, test_deterministic);
     tcase_add_test(tc, test_pinned_respected);
+    tcase_add_test(tc, test_share_overcommit);
     tcase_add_test(tc, test_churn_synthetic);
     tcase_add_test(tc, test_churn_real);
     suite_add_tcase(s, tc);
