@@ -503,7 +503,6 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
                          "domain %s: start refused: %s", name, (*error)->message);
         return NULL;
     }
-    g_autofree char *text = vpPlanFormat(plan, vpManagerTopology(d->mgr));
     g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
                      "domain %s: reserved (%s)%s%s", name, vpHowName(plan->how),
                      plan->degraded ? ", degraded: " : "",

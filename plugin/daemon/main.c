@@ -48,6 +48,10 @@ main(int argc, char **argv)
     g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
     g_option_context_set_summary(ctx, "Places the vCPUs of libvirt's QEMU guests on host CPUs.");
     g_option_context_add_main_entries(ctx, entries, NULL);
+    g_option_context_set_description(ctx, "Built-in defaults, for what the configuration leaves "
+                                          "out:\n  socket (default " VP_DEFAULT_SOCKET ")\n"
+                                          "  ledger (default " VP_DEFAULT_STATE ")\n"
+                                          "  libvirt (default " VP_DEFAULT_URI ")\n");
     g_autoptr(GError) err = NULL;
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         fprintf(stderr, "vcpuplaced: %s\n", err->message);

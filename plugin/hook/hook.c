@@ -15,7 +15,6 @@
 #include "daemon/proto.h"
 
 #include <errno.h>
-#include <locale.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,10 +121,10 @@ call(const vpHookConfig *cfg, const char *op, const char *domain, const char *xm
     return failure(cfg, domain, is_start, err->message);
 }
 
+/* No setlocale(): messages are not translated, and loading locale files costs a start. */
 int
 main(int argc, char **argv)
 {
-    setlocale(LC_ALL, "");
     if (argc != 5) {
         fprintf(stderr,
                 "vcpuplace: hook called with %d arguments, expected 4 (DOMAIN OP SUBOP "
