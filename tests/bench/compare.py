@@ -1,0 +1,253 @@
+#!/usr/bin/python3
+"""The placement comparison: vcpuplace against naive pinning, Nova and kubelet on the same
+seeded traces and topologies, every outcome scored by the one C scorer.
+
+    compare.py --vcpuplace BIN --work DIR --out results.json [--seed N] [--churn N] SOURCE...
+
+For each topology SOURCE (hwloc XML or synthetic:...):
+- `vcpuplace topology --json` exports the host every baseline places on;
+- gen_trace.py writes the mixed trace and the same trace with every VM asking one policy;
+- `vcpuplace simulate --json` places each trace (columns vcpuplace-mixed, -spread, -pack,
+  -isolate, -share) and scores it;
+- the baselines place the mixed trace and `vcpuplace score` scores their outcomes. Where a
+  placer ignores the smt a VM asks for (naive, kubelet, Nova with one thread policy for all),
+  its placements are the same for every variant, so its outcome is relabelled with each
+  variant's smt and threads and scored again: each variant's table then judges every placer
+  by what the VMs of that variant asked. nova-mixed maps each VM's smt (mixed only).
+- vcpuplace's own placements of the mixed trace are also written as an outcome file and
+  scored by `vcpuplace score`: its metrics must equal simulate's (decision times aside),
+  which checks that both paths score alike.
+- vCPUs running (averaged over events) are counted here from the outcomes, beside the
+  scorer's metrics: the scorer counts VMs, and a placer that refuses one 32-vCPU VM may
+  then place several small ones.
+
+Must run under the system /usr/bin/python3 (the nova baselines import Debian's python3-nova).
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VARIANTS = ("mixed", "spread", "pack", "isolate", "share")
+BASELINES = ("naive", "kubelet", "kubelet-fullpcpus", "nova-prefer", "nova-require",
+             "nova-isolate")
+
+
+def run(cmd, stdout=None):
+    res = subprocess.run(cmd, stdout=subprocess.PIPE if stdout is None else stdout,
+                         stderr=subprocess.PIPE, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {res.returncode}: {res.stderr.strip()}")
+    return res.stdout
+
+
+def score(vcpuplace, source, outcomes):
+    return json.loads(run([vcpuplace, "score", "--json", "--topology", source,
+                           outcomes]))["metrics"]
+
+
+def relabel(outcome_path, trace_path, out_path):
+    """The outcome with each start's smt and threads taken from another variant's trace."""
+    asks = {}
+    with open(trace_path, encoding="utf-8") as f:
+        for line in f:
+            ev = json.loads(line)
+            if ev["op"] == "start":
+                asks[ev["name"]] = ev
+    with open(outcome_path, encoding="utf-8") as f, open(out_path, "w", encoding="utf-8") as out:
+        for line in f:
+            rec = json.loads(line)
+            if rec["op"] == "start":
+                ask = asks[rec["name"]]
+                rec["smt"] = ask["smt"]
+                rec.pop("threads", None)
+                if "threads" in ask:
+                    rec["threads"] = ask["threads"]
+            out.write(json.dumps(rec) + "\n")
+
+
+def simulate_outcome(sim, trace_path, out_path):
+    """vcpuplace's own placements as an outcome file (no decision times: us = 0)."""
+    asks = {}
+    with open(trace_path, encoding="utf-8") as f:
+        for line in f:
+            ev = json.loads(line)
+            if ev["op"] == "start":
+                asks[ev["name"]] = ev
+    with open(out_path, "w", encoding="utf-8") as out:
+        for ev in sim["events"]:
+            if ev["op"] == "stop":
+                out.write(json.dumps({"op": "stop", "name": ev["name"]}) + "\n")
+                continue
+            ask = asks[ev["name"]]
+            rec = {"op": "start", "name": ev["name"], "vcpus": ask["vcpus"], "smt": ask["smt"],
+                   "us": 0}
+            if "group" in ask:
+                rec["group"] = ask["group"]
+            plan = ev.get("plan")
+            if plan is None:
+                rec["refused"] = True
+            else:
+                threads = plan.get("guest_topology", {}).get("threads") or ask.get("threads")
+                if threads:
+                    rec["threads"] = threads
+                rec["cpus"] = [v["pu"] for v in sorted(plan["vcpus"], key=lambda v: v["vcpu"])]
+                rec["reserved"] = cpu_list(plan["reserved"])
+            out.write(json.dumps(rec) + "\n")
+
+
+def cpu_list(text):
+    out = []
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def decision_by_size(outcome_path):
+    """Decision times per vCPU count, from an outcome file."""
+    out = {}
+    with open(outcome_path, encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec["op"] == "start":
+                out.setdefault(rec["vcpus"], []).append(rec["us"])
+    return out
+
+
+def vcpus_running_avg(outcome_path):
+    """vCPUs running, averaged over events the way the scorer averages (each placed or
+    refused start and each stop of a running VM is one event). The scorer counts VMs; this
+    says how much of the host the placements kept busy."""
+    sizes, running, total, events = {}, 0, 0, 0
+    with open(outcome_path, encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec["op"] == "start":
+                if not rec.get("refused"):
+                    sizes[rec["name"]] = rec["vcpus"]
+                    running += rec["vcpus"]
+            elif rec["name"] in sizes:
+                running -= sizes.pop(rec["name"])
+            else:
+                continue
+            total += running
+            events += 1
+    return round(total / events, 3) if events else 0
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else None
+
+
+def compare_topology(args, source, pool):
+    name = os.path.basename(source) if not source.startswith("synthetic:") else source
+    slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in name)
+    work = os.path.join(args.work, slug)
+    os.makedirs(work, exist_ok=True)
+    topo_json = os.path.join(work, "topology.json")
+    with open(topo_json, "w", encoding="utf-8") as f:
+        run([args.vcpuplace, "topology", "--json", "--topology", source], stdout=f)
+    with open(topo_json, encoding="utf-8") as f:
+        topo = json.load(f)
+    traces, trace_info = {}, None
+    for v in VARIANTS:
+        traces[v] = os.path.join(work, f"trace-{v}.jsonl")
+        cmd = [sys.executable, os.path.join(HERE, "gen_trace.py"), "--topology-json", topo_json,
+               "--seed", str(args.seed), "--churn", str(args.churn), traces[v]]
+        if v != "mixed":
+            cmd[-1:-1] = ["--smt", v]
+        info = json.loads(run(cmd))
+        trace_info = trace_info or info
+
+    timings = {}
+
+    def baseline(placer):
+        out = os.path.join(work, f"outcome-{placer}.jsonl")
+        t0 = time.monotonic()
+        run([sys.executable, os.path.join(HERE, "baselines", "run.py"), placer, topo_json,
+             traces["mixed"], out])
+        timings[placer] = round(time.monotonic() - t0, 2)
+        return placer, out
+
+    futures = [pool.submit(baseline, p) for p in BASELINES + ("nova-mixed",)]
+
+    metrics = {v: {} for v in VARIANTS}
+    running = {v: {} for v in VARIANTS}
+    sims = {}
+    for v in VARIANTS:
+        sims[v] = json.loads(run([args.vcpuplace, "simulate", "--json", "--topology", source,
+                                  traces[v]]))
+        metrics[v][f"vcpuplace-{v}"] = sims[v]["metrics"]
+        own = os.path.join(work, f"outcome-vcpuplace-{v}.jsonl")
+        simulate_outcome(sims[v], traces[v], own)
+        running[v][f"vcpuplace-{v}"] = vcpus_running_avg(own)
+    rescored = score(args.vcpuplace, source, os.path.join(work, "outcome-vcpuplace-mixed.jsonl"))
+    mismatch = {k: (rescored[k], sims["mixed"]["metrics"][k]) for k in rescored
+                if not k.startswith("decision_us") and rescored[k] != sims["mixed"]["metrics"][k]}
+
+    outcomes = dict(f.result() for f in futures)
+    sizes = {}
+    for placer, out in outcomes.items():
+        sizes[placer] = {str(k): median(v) for k, v in sorted(decision_by_size(out).items())}
+        if placer == "nova-mixed":
+            metrics["mixed"][placer] = score(args.vcpuplace, source, out)
+            running["mixed"][placer] = vcpus_running_avg(out)
+            continue
+        for v in VARIANTS:
+            running[v][placer] = vcpus_running_avg(out)
+            labelled = os.path.join(work, f"outcome-{placer}-as-{v}.jsonl")
+            relabel(out, traces[v], labelled)
+            metrics[v][placer] = score(args.vcpuplace, source, labelled)
+
+    return slug, {
+        "source": source,
+        "name": name,
+        "pus": sum(1 for pu in topo["pus"] if pu["usable"]),
+        "cores": len({pu["core"] for pu in topo["pus"]}),
+        "numa_nodes": len({pu["numa"] for pu in topo["pus"]}),
+        "l3": len({pu["l3"] for pu in topo["pus"]}),
+        "packages": len({pu["package"] for pu in topo["pus"]}),
+        "smt": topo["smt"],
+        "trace": trace_info,
+        "metrics": metrics,
+        "vcpus_running_avg": running,
+        "baseline_decision_us_median_by_vcpus": sizes,
+        "baseline_wall_s": timings,
+        "score_matches_simulate": not mismatch,
+        "score_mismatch": mismatch,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vcpuplace", required=True)
+    ap.add_argument("--work", required=True, help="scratch folder for traces and outcomes")
+    ap.add_argument("--out", required=True, help="JSON file to write")
+    ap.add_argument("--seed", type=int, default=7451)
+    ap.add_argument("--churn", type=int, default=3000)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("sources", nargs="+")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    result = {"seed": args.seed, "churn": args.churn, "topologies": {}}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for source in args.sources:
+            t0 = time.monotonic()
+            slug, res = compare_topology(args, source, pool)
+            res["wall_s"] = round(time.monotonic() - t0, 1)
+            result["topologies"][slug] = res
+            print(f"compare: {slug}: {res['trace']['events']} events, {res['wall_s']} s",
+                  flush=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
