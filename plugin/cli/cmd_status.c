@@ -8,6 +8,7 @@
 #include "daemon/proto.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *
 str(JsonObject *o, const char *member, const char *fallback)
@@ -49,6 +50,9 @@ printDomain(JsonObject *dom)
         deg && json_node_get_value_type(deg) == G_TYPE_BOOLEAN && json_node_get_boolean(deg);
     printf("%s: %s, %s%s\n", str(dom, "name", "?"), str(dom, "state", "?"),
            str(dom, "how", "nothing held"), degraded ? ", DEGRADED" : "");
+    g_autofree char *pid = num(dom, "pid");
+    if (strcmp(pid, "-") != 0)
+        printf("  QEMU pid: %s\n", pid);
     printPolicy(dom);
     const char *level = str(dom, "level", NULL);
     if (level)
@@ -56,7 +60,7 @@ printDomain(JsonObject *dom)
     JsonNode *vn = json_object_get_member(dom, "vcpus");
     if (vn && JSON_NODE_HOLDS_ARRAY(vn)) {
         JsonArray *a = json_node_get_array(vn);
-        printf("  %-5s %-5s %-5s %-5s %-5s\n", "vCPU", "CPU", "core", "L3", "NUMA");
+        printf("  %-5s %-5s %-5s %-5s %-5s %s\n", "vCPU", "CPU", "core", "L3", "NUMA", "TID");
         for (guint i = 0; i < json_array_get_length(a); i++) {
             JsonNode *en = json_array_get_element(a, i);
             if (!JSON_NODE_HOLDS_OBJECT(en))
@@ -67,7 +71,8 @@ printDomain(JsonObject *dom)
             g_autofree char *core = num(e, "core");
             g_autofree char *l3 = num(e, "l3");
             g_autofree char *numa = num(e, "numa");
-            printf("  %-5s %-5s %-5s %-5s %-5s\n", vcpu, cpu, core, l3, numa);
+            g_autofree char *tid = num(e, "tid");
+            printf("  %-5s %-5s %-5s %-5s %-5s %s\n", vcpu, cpu, core, l3, numa, tid);
         }
     }
     printf("  emulator: %s  reserved idle: %s\n", str(dom, "emulator", "-"),

@@ -12,6 +12,7 @@
 #include "host/hwtopo.h"
 #include "libvirt/connection.h"
 #include "libvirt/pinning.h"
+#include "libvirt/threads.h"
 
 #include <libvirt/virterror.h>
 #include <string.h>
@@ -532,6 +533,33 @@ opNotify(vpDaemon *d, JsonObject *req, vpServerAfter *after, gboolean sync, GErr
     return vpProtoReplyOk(NULL);
 }
 
+/* QEMU's pid and each vCPU's thread id, where they can be found (qemu:///system): what
+ * /proc/PID/task/TID shows is then one look away. */
+static void
+addThreads(vpDaemon *d, JsonArray *doms)
+{
+    const char *rundir = vpVcpuThreadsRunDir(d->cfg->uri);
+    if (!rundir)
+        return;
+    for (guint i = 0; i < json_array_get_length(doms); i++) {
+        JsonObject *dom = json_array_get_object_element(doms, i);
+        const char *state = json_object_get_string_member(dom, "state");
+        if (!json_object_has_member(dom, "vcpus") || g_strcmp0(state, "reserved") == 0)
+            continue;
+        g_autoptr(vpVcpuThreads) t =
+            vpVcpuThreadsFind(rundir, "/proc", json_object_get_string_member(dom, "name"), NULL);
+        if (!t)
+            continue;
+        json_object_set_int_member(dom, "pid", t->pid);
+        JsonArray *vcpus = json_object_get_array_member(dom, "vcpus");
+        for (guint v = 0; v < json_array_get_length(vcpus) && v < t->nvcpus; v++) {
+            if (t->tids[v])
+                json_object_set_int_member(json_array_get_object_element(vcpus, v), "tid",
+                                           t->tids[v]);
+        }
+    }
+}
+
 static JsonNode *
 opStatus(vpDaemon *d, JsonObject *req, GError **error)
 {
@@ -551,7 +579,9 @@ opStatus(vpDaemon *d, JsonObject *req, GError **error)
     json_object_set_string_member(o, "uri", d->cfg->uri);
     json_object_set_boolean_member(o, "connected", vpDaemonConnected(d));
     json_object_set_string_member(o, "topology", vpTopologyGetSource(vpManagerTopology(d->mgr)));
-    json_object_set_member(o, "domains", vpManagerStatusJson(d->mgr, name));
+    JsonNode *doms = vpManagerStatusJson(d->mgr, name);
+    addThreads(d, json_node_get_array(doms));
+    json_object_set_member(o, "domains", doms);
     return reply;
 }
 

@@ -112,6 +112,10 @@ vpd_check_applied() { # guest
     vpd_wait_state "$guest" '^applied'
     planned=$(vpd_planned "$guest")
     pid=$(e2e_qemu_pid "$guest")
+    local reported
+    reported=$(vpd_status "$guest" | awk '/^  vCPU/ { on = 1; next } /^  emulator/ { on = 0 } on { print $1, $6 }')
+    [ "$reported" = "$(e2e_vcpu_threads "$pid")" ] ||
+        e2e_fail "$guest: vCPU threads reported by vcpuplaced ($reported) are not QEMU's ($(e2e_vcpu_threads "$pid"))"
     while read -r vcpu tid; do
         cpu=$(echo "$planned" | cut -d, -f$((vcpu + 1)))
         pin=$(virsh -q vcpupin "$guest" "$vcpu" | awk '{print $2}')
@@ -120,7 +124,7 @@ vpd_check_applied() { # guest
         [ "$proc" = "$cpu" ] ||
             e2e_fail "$guest vCPU $vcpu (TID $tid): /proc says $proc, plan $cpu"
     done < <(e2e_vcpu_threads "$pid")
-    e2e_pass "$guest: vcpupin and /proc show the plan ($planned)"
+    e2e_pass "$guest: vcpupin and /proc show the plan ($planned), thread ids as reported"
     vpd_planned_cpus=$planned
 }
 
