@@ -253,11 +253,19 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
     }
     const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
     gboolean hooked = rec && rec->state == VP_DOM_RESERVED;
+    int before = rec ? (int)rec->state : -1;
     vpSyncAction action = vpManagerSync(d->mgr, name, xml, strlen(xml), live, &err);
     if (err)
         logMsg(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
-    if (action != VP_SYNC_APPLY)
+    if (action != VP_SYNC_APPLY) {
+        /* Found live as planned (restart, adoption) or its own pins respected: listeners
+         * learn of it as of a domain just pinned. */
+        rec = vpManagerRecord(d->mgr, name);
+        if (rec && (int)rec->state != before &&
+            (rec->state == VP_DOM_APPLIED || rec->state == VP_DOM_PINNED))
+            notify(d, name, dom, vpManagerPlan(d->mgr, name));
         return;
+    }
     if (hooked && !(why & (VP_SYNC_HOOK | VP_SYNC_LATE))) {
         scheduleSync(d, name, VP_STARTED_FALLBACK_MS);
         return;

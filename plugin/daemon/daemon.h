@@ -13,8 +13,9 @@
 
 typedef struct _vpDaemon vpDaemon;
 
-/* What a domain's placement became: applied (plan set, pins live in libvirt) or released
- * (plan NULL). dom is NULL for a release. */
+/* What a domain's placement became: live (plan set: pinned by vcpuplace, found pinned as
+ * planned after a restart, adopted, or its own <cputune> respected) or released (plan and
+ * dom NULL). Called once per change, from the main loop; dom is borrowed. */
 typedef void (*vpDaemonDomainFunc)(vpDaemon *d, const char *name, virDomainPtr dom,
                                    const vpPlan *plan, gpointer data);
 

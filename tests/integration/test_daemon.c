@@ -81,13 +81,15 @@ waitIdle(vpDaemon *d)
 }
 
 static vpDaemon *
-startDaemon(void)
+startDaemonWith(vpDaemonDomainFunc listener, gpointer data)
 {
     g_autoptr(GError) err = NULL;
     vpConfig *cfg = vpConfigLoad(confpath, &err);
     ck_assert_msg(cfg, "config: %s", err ? err->message : "");
     vpDaemon *d = vpDaemonNew(cfg, &err);
     ck_assert_msg(d, "daemon: %s", err ? err->message : "");
+    if (listener)
+        vpDaemonOnDomain(d, listener, data);
     vpDaemonStart(d);
     ck_assert(vpDaemonConnected(d));
     waitIdle(d);
@@ -110,6 +112,21 @@ define(virConnectPtr conn, const char *xml)
     virDomainPtr dom = virDomainDefineXML(conn, xml);
     ck_assert_msg(dom, "define: %s", virGetLastErrorMessage());
     return dom;
+}
+
+static vpDaemon *
+startDaemon(void)
+{
+    return startDaemonWith(NULL, NULL);
+}
+
+/* What listeners heard: "name+" for live, "name-" for released, in order. */
+static void
+recordEvent(vpDaemon *d, const char *name, virDomainPtr dom, const vpPlan *plan, gpointer data)
+{
+    GString *log = data;
+    ck_assert((plan != NULL) == (dom != NULL));
+    g_string_append_printf(log, "%s%s ", name, plan ? "+" : "-");
 }
 
 /* ---- running the real binaries while the daemon's loop turns -------------------------- */
@@ -585,9 +602,15 @@ START_TEST(test_restart_reconciles)
     ck_assert_int_eq(virDomainCreate(fresh), 0);
     ck_assert_int_eq(virDomainCreate(own), 0);
 
-    d = startDaemon();
+    g_autoptr(GString) heard = g_string_new(NULL);
+    d = startDaemonWith(recordEvent, heard);
     vpManager *m = vpDaemonManager(d);
     c = checkInvariants(d);
+    /* Listeners (cookies, the monitor) learn of every domain found live, and of the gone. */
+    for (const char *const *n =
+             (const char *const[]){"test+", "a+", "b+", "new+", "own+", "gone-", NULL};
+         *n; n++)
+        ck_assert_msg(strstr(heard->str, *n), "'%s' not heard in: %s", *n, heard->str);
     ck_assert_ptr_null(vpManagerRecord(m, "gone"));
     const vpPlan *pb = vpManagerPlan(m, "b");
     ck_assert_int_eq(pb->how, VP_HOW_ADOPTED);
