@@ -85,19 +85,39 @@ readStdin(gsize limit, gsize *len, gboolean *too_big)
     return (char *)g_byte_array_free(g_steal_pointer(&buf), FALSE);
 }
 
+/* stderr reaches libvirt: in the error of a refused start, and in libvirtd's debug log
+ * otherwise, which few hosts keep. A start that goes on unplaced also goes to the journal
+ * where there is one, so that an operator can find out why. */
+static void
+report(const char *msg)
+{
+    fprintf(stderr, "%s\n", msg);
+    if (!g_file_test("/run/systemd/journal/socket", G_FILE_TEST_EXISTS))
+        return;
+    const GLogField fields[] = {
+        {"MESSAGE", msg, -1},
+        {"PRIORITY", "4", -1},
+        {"SYSLOG_IDENTIFIER", "vcpuplace-hook", -1},
+    };
+    g_log_writer_journald(G_LOG_LEVEL_WARNING, fields, G_N_ELEMENTS(fields), NULL);
+}
+
 /* The daemon could not decide: the configured failure mode does. */
 static int
 failure(const vpHookConfig *cfg, const char *domain, gboolean is_start, const char *why)
 {
+    g_autofree char *msg = NULL;
     if (is_start && cfg->fail_closed) {
-        fprintf(stderr,
-                "vcpuplace: refusing to start %s: %s (hook_failure=closed: no start without "
-                "vcpuplaced)\n",
-                domain, why);
+        msg = g_strdup_printf("vcpuplace: refusing to start %s: %s (hook_failure=closed: no "
+                              "start without vcpuplaced)",
+                              domain, why);
+        report(msg);
         return 1;
     }
-    fprintf(stderr, "vcpuplace: %s: %s; %s (hook_failure=open)\n", domain, why,
-            is_start ? "starting it without vcpuplace placement" : "notification lost");
+    msg =
+        g_strdup_printf("vcpuplace: %s: %s; %s (hook_failure=open)", domain, why,
+                        is_start ? "starting it without vcpuplace placement" : "notification lost");
+    report(msg);
     return 0;
 }
 
