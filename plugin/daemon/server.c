@@ -16,6 +16,8 @@
 /* A root peer can open many connections; beyond this each new one is answered and closed. */
 #define VP_SERVER_MAX_CLIENTS 128
 #define VP_SERVER_READ_CHUNK 65536
+/* A peer that sends requests without reading replies is not read from beyond this. */
+#define VP_SERVER_MAX_QUEUED 64
 
 struct _vpServer {
     char *path;
@@ -41,6 +43,7 @@ typedef struct {
     GQueue replies;
     vpReply *inflight; /* being written: its buffer must outlive a close */
     gboolean closing;  /* stop reading; close once the replies are out */
+    gboolean reading;  /* a read is in flight */
     gboolean closed;
     char *peer; /* "pid 123 uid 0" for log lines */
 } vpClient;
@@ -124,6 +127,9 @@ writeDone(GObject *source, GAsyncResult *res, gpointer data)
             clientClose(c);
         } else {
             clientFlush(c);
+            if (!c->closed && !c->closing && !c->reading && c->srv &&
+                g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED)
+                clientRead(c);
         }
     }
     clientUnref(c);
@@ -192,6 +198,7 @@ readDone(GObject *source, GAsyncResult *res, gpointer data)
     vpClient *c = data;
     g_autoptr(GError) err = NULL;
     gssize n = g_input_stream_read_finish(G_INPUT_STREAM(source), res, &err);
+    c->reading = FALSE;
     if (c->closed) {
         clientUnref(c);
         return;
@@ -210,7 +217,7 @@ readDone(GObject *source, GAsyncResult *res, gpointer data)
         clientFlush(c);
     } else {
         g_byte_array_append(c->buf, c->chunk, n);
-        if (clientConsume(c))
+        if (clientConsume(c) && g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED)
             clientRead(c);
     }
     clientUnref(c);
@@ -219,6 +226,7 @@ readDone(GObject *source, GAsyncResult *res, gpointer data)
 static void
 clientRead(vpClient *c)
 {
+    c->reading = TRUE;
     GInputStream *in = g_io_stream_get_input_stream(G_IO_STREAM(c->conn));
     g_input_stream_read_async(in, c->chunk, sizeof(c->chunk), G_PRIORITY_DEFAULT, c->cancel,
                               readDone, clientRef(c));

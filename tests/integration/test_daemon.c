@@ -655,6 +655,16 @@ START_TEST(test_socket_bad_input)
     ck_assert_msg(strstr(lines[5], "\"ok\":true"), "%s", lines[5]);
     g_clear_pointer(&out, g_free);
 
+    /* 500 requests sent before any reply is read: all answered, in order. */
+    g_autoptr(GString) many = g_string_new(NULL);
+    for (int i = 0; i < 500; i++)
+        g_string_append(many, "{\"op\":\"topology\"}\n");
+    ck_assert_int_eq(run(argv, many->str, &out, NULL), 0);
+    g_auto(GStrv) replies = g_strsplit(out, "\n", -1);
+    ck_assert_uint_eq(g_strv_length(replies), 501);
+    ck_assert_msg(strstr(replies[499], "\"ok\":true"), "%s", replies[499]);
+    g_clear_pointer(&out, g_free);
+
     /* Over the bound without a newline: an error reply, then the connection closes. */
     g_autofree char *huge = g_malloc(2 * VP_PROTO_MAX_MESSAGE + 1);
     memset(huge, 'x', 2 * VP_PROTO_MAX_MESSAGE);
