@@ -157,8 +157,8 @@ vpLedgerClaims(const vpLedger *ledger, const vpPlan *plan, GError **error)
     return g_steal_pointer(&claims);
 }
 
-/* A claim on a held PU is fine only between vCPUs of smt=share domains, and only for a
- * plan the placer marked as overcommitted. */
+/* A claim on a held PU is fine only between vCPUs of smt=share domains that both accept
+ * degrading, and only for a plan the placer marked as overcommitted. */
 static bool
 vpLedgerTimeShare(const vpLedger *ledger, const vpPlan *plan, const vpClaim *c)
 {
@@ -166,7 +166,8 @@ vpLedgerTimeShare(const vpLedger *ledger, const vpPlan *plan, const vpClaim *c)
     const vpPlan *holder = g_hash_table_lookup(ledger->plans, held->domain);
 
     return plan->overcommit && plan->policy.smt == VP_SMT_SHARE && c->kind == VP_OWN_VCPU &&
-           held->kind == VP_OWN_VCPU && holder && holder->policy.smt == VP_SMT_SHARE;
+           held->kind == VP_OWN_VCPU && holder && holder->policy.smt == VP_SMT_SHARE &&
+           holder->policy.unmet == VP_UNMET_DEGRADE;
 }
 
 gboolean
@@ -394,7 +395,8 @@ vpLedgerCheck(const vpLedger *ledger, GError **error)
             const vpPlan *plan = g_hash_table_lookup(ledger->plans, o->domain);
 
             plain += !plan->overcommit;
-            if (n > 1 && (o->kind != VP_OWN_VCPU || plan->policy.smt != VP_SMT_SHARE))
+            if (n > 1 && (o->kind != VP_OWN_VCPU || plan->policy.smt != VP_SMT_SHARE ||
+                          plan->policy.unmet != VP_UNMET_DEGRADE))
                 plain = n;
         }
         /* time-sharing: share vCPUs only, and all but at most one holder overcommitted */

@@ -16,8 +16,9 @@
  * 4. Otherwise refuse, with the figures an operator needs, or, with unmet=degrade, relax
  *    the policy one step (isolate/pack -> spread, forced locality -> auto) and say so.
  *    A share domain that finds no free PU at all may then time-share PUs that hold only
- *    other share domains' vCPUs, least shared first: the overcommit operators of shared
- *    CPU pools expect, and what the rebalancer later undoes when room appears.
+ *    vCPUs of other share domains that also said unmet=degrade, least shared first: the
+ *    overcommit operators of shared CPU pools expect, and what the rebalancer later undoes
+ *    when room appears.
  */
 #include "core/placer.h"
 
@@ -573,7 +574,8 @@ pickEmulatorPU(const vpCtx *ctx, vpPlan *plan, vpChoice *choice)
     return true;
 }
 
-/* A PU whose every holder is a vCPU of an smt=share domain: share may time-share it. */
+/* A PU whose every holder is a vCPU of an smt=share domain that itself accepts degrading:
+ * only domains that consented to overcommit are given a time-sharing neighbour. */
 static int
 shareHolders(const vpCtx *ctx, int pu)
 {
@@ -583,7 +585,8 @@ shareHolders(const vpCtx *ctx, int pu)
         vpOwner o = vpLedgerOwnerAt(ctx->ledger, pu, i);
         const vpPlan *holder = vpLedgerLookup(ctx->ledger, o.domain);
 
-        if (o.kind != VP_OWN_VCPU || !holder || holder->policy.smt != VP_SMT_SHARE)
+        if (o.kind != VP_OWN_VCPU || !holder || holder->policy.smt != VP_SMT_SHARE ||
+            holder->policy.unmet != VP_UNMET_DEGRADE)
             return -1;
     }
     return n;

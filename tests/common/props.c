@@ -27,7 +27,8 @@ trusted(const vpPlan *a, const vpPlan *b)
     return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0);
 }
 
-/* Overcommitted smt=share plans may time-share PUs held only by share vCPUs. */
+/* Overcommitted smt=share plans may time-share PUs held only by vCPUs of share domains
+ * that accept degrading too. */
 static bool
 timeShared(const vpLedger *ledger, const vpPlan *plan, int pu)
 {
@@ -36,7 +37,10 @@ timeShared(const vpLedger *ledger, const vpPlan *plan, int pu)
     for (unsigned i = 0; i < vpLedgerNOwners(ledger, pu); i++) {
         vpOwner o = vpLedgerOwnerAt(ledger, pu, i);
 
-        if (o.kind != VP_OWN_VCPU || vpLedgerLookup(ledger, o.domain)->policy.smt != VP_SMT_SHARE)
+        const vpPlan *holder = vpLedgerLookup(ledger, o.domain);
+
+        if (o.kind != VP_OWN_VCPU || holder->policy.smt != VP_SMT_SHARE ||
+            holder->policy.unmet != VP_UNMET_DEGRADE)
             return false;
     }
     return true;

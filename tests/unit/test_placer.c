@@ -143,7 +143,8 @@ START_TEST(test_pinned_respected)
 END_TEST
 
 /* Two 1-vCPU share guests on a host that hands out one CPU: the second time-shares it only
- * with unmet=degrade, says so, and the ledger keeps both holders through removals. */
+ * when both said unmet=degrade, says so, and the ledger keeps both holders through
+ * removals. */
 START_TEST(test_share_overcommit)
 {
     g_autoptr(GError) error = NULL;
@@ -161,7 +162,15 @@ START_TEST(test_share_overcommit)
     ck_assert(g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED));
     g_clear_error(&error);
 
+    /* a said unmet=refuse: it never gets a time-sharing neighbour */
     b->policy.unmet = VP_UNMET_DEGRADE;
+    ck_assert(!vpPlace(topo, ledger, b, &error));
+    g_clear_error(&error);
+
+    ck_assert(vpLedgerRemove(ledger, "a"));
+    a->policy.unmet = VP_UNMET_DEGRADE;
+    g_clear_pointer(&pa, vpPlanFree);
+    pa = placeAdd(topo, ledger, a);
     pb = placeAdd(topo, ledger, b);
     ck_assert(pb->overcommit && pb->degraded);
     ck_assert_int_eq(pb->vcpu_pu[0], 0);
