@@ -3,9 +3,10 @@
  * topology level at a time.
  *
  * 1. Snapshot every core once: how many usable PUs are free, and who holds the others
- *    (nobody, the requester's trust group, VMs that said smt=share, or strangers).
+ *    (nobody, domains that may share the requester's cookie, VMs that said smt=share,
+ *    or strangers).
  * 2. Try the policy's tiers from strictest to loosest, e.g. for spread: a free core per
- *    vCPU, then the VM's own siblings, then siblings of its trust group. Within a tier, walk
+ *    vCPU, then the VM's own siblings, then siblings of its cookie group. Within a tier, walk
  *    locality levels from the smallest groups up (auto: L3, NUMA node, package, host,
  *    ordered by group size since an L3 can be larger than a NUMA node), and among the
  *    groups where the tier fits take the best fit (fewest free PUs left behind) so that big
@@ -28,16 +29,16 @@
 
 typedef enum {
     REL_NONE = 0, /* no PU of the core is held */
-    REL_GROUP,    /* held only by the requester's trust group */
+    REL_GROUP,    /* held only by domains that may share the requester's cookie */
     REL_SHARE,    /* held by VMs that asked for smt=share (they accept any neighbour) */
-    REL_FOREIGN,  /* held by a VM of another trust group */
+    REL_FOREIGN,  /* held by a VM that may not share the cookie */
 } vpRel;
 
 typedef enum {
     TIER_WHOLE,        /* isolate, pack: whole free cores only */
     TIER_SPREAD,       /* a free core per vCPU */
     TIER_SPREAD_OWN,   /* ... then the VM's own siblings */
-    TIER_SPREAD_GROUP, /* ... then siblings held by the same trust group */
+    TIER_SPREAD_GROUP, /* ... then siblings of domains that share its cookie */
     TIER_SPREAD_ANY,   /* ... then any free sibling (no free core left anywhere) */
     TIER_SHARE,        /* fill cores of the group / of share VMs, then whole free cores */
     TIER_SHARE_ANY,    /* ... then any free PU */
@@ -88,12 +89,20 @@ pickReset(vpPick *pick)
     g_array_set_size(pick->reserved, 0);
 }
 
+/* Siblings run one cookie's threads at a time, so a core is shared only by domains that may
+ * share a cookie: one trust group that asked for a group cookie, or one trust group that
+ * asked for none. Members of one group with a cookie each would force each other idle. */
+static bool
+sameCookie(const vpPolicy *a, const vpPolicy *b)
+{
+    return a->group && b->group && strcmp(a->group, b->group) == 0 &&
+           a->coresched == b->coresched && a->coresched != VP_CORESCHED_VM;
+}
+
 static vpRel
 relationOf(const vpCtx *ctx, const vpPlan *owner)
 {
-    const char *group = ctx->req->policy.group;
-
-    if (owner->group && group && strcmp(owner->group, group) == 0)
+    if (sameCookie(&ctx->req->policy, &owner->policy))
         return REL_GROUP;
     if (owner->policy.smt == VP_SMT_SHARE)
         return REL_SHARE;
