@@ -85,14 +85,16 @@ START_TEST(test_trust_group_shares_first)
 {
     g_autoptr(vpTopology) topo = load("synthetic:pack:1 l3:2 core:2 pu:2");
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
-    g_autoptr(vpRequest) a = request("a", 2, VP_SMT_SPREAD, "t1");
     g_autoptr(vpRequest) b = request("b", 2, VP_SMT_SPREAD, "t2");
+    g_autoptr(vpRequest) a = request("a", 2, VP_SMT_SPREAD, "t1");
     g_autoptr(vpRequest) c = request("c", 2, VP_SMT_SPREAD, "t1");
     g_autoptr(vpPlan) pa = NULL, pb = NULL, pc = NULL;
 
-    pa = placeAdd(topo, ledger, a); /* cores 0,1 */
-    pb = placeAdd(topo, ledger, b); /* cores 2,3: every core now holds someone */
-    pc = placeAdd(topo, ledger, c); /* must take a's siblings, not b's */
+    a->policy.coresched = VP_CORESCHED_GROUP;
+    c->policy.coresched = VP_CORESCHED_GROUP;
+    pb = placeAdd(topo, ledger, b); /* cores 0,1: first in topology order */
+    pa = placeAdd(topo, ledger, a); /* cores 2,3: every core now holds someone */
+    pc = placeAdd(topo, ledger, c); /* must take a's siblings (one cookie), not b's */
     for (unsigned i = 0; i < pc->nvcpus; i++) {
         int core = vpTopologyPU(topo, vpTopologyPUByOS(topo, pc->vcpu_pu[i]))->core;
         const vpCore *k = vpTopologyCore(topo, core);
