@@ -165,9 +165,12 @@ vpLedgerTimeShare(const vpLedger *ledger, const vpPlan *plan, const vpClaim *c)
     const vpOwner *held = &ledger->owners[c->pu];
     const vpPlan *holder = g_hash_table_lookup(ledger->plans, held->domain);
 
-    return plan->overcommit && plan->policy.smt == VP_SMT_SHARE && c->kind == VP_OWN_VCPU &&
-           held->kind == VP_OWN_VCPU && holder && holder->policy.smt == VP_SMT_SHARE &&
-           holder->policy.unmet == VP_UNMET_DEGRADE;
+    /* either side may be the overcommitted one: a ledger file lists plans by name, not in
+     * the order they were placed */
+    return (plan->overcommit || (holder && holder->overcommit)) &&
+           plan->policy.smt == VP_SMT_SHARE && plan->policy.unmet == VP_UNMET_DEGRADE &&
+           c->kind == VP_OWN_VCPU && held->kind == VP_OWN_VCPU && holder &&
+           holder->policy.smt == VP_SMT_SHARE && holder->policy.unmet == VP_UNMET_DEGRADE;
 }
 
 gboolean

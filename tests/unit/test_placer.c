@@ -180,6 +180,23 @@ START_TEST(test_share_overcommit)
                                           "other smt=share domains (no free PU left)");
     ck_assert_uint_eq(vpLedgerNOwners(ledger, 0), 2);
     ck_assert(vpLedgerCheck(ledger, NULL));
+    {
+        /* a ledger file lists plans by name, not placement order: reloading with the
+         * overcommitted plan first must work too */
+        g_autoptr(JsonNode) saved = vpLedgerToJson(ledger);
+        JsonArray *doms = json_object_get_array_member(json_node_get_object(saved), "domains");
+        JsonNode *first = json_node_copy(json_array_get_element(doms, 0));
+        g_autoptr(vpLedger) back = NULL;
+
+        json_array_remove_element(doms, 0);
+        json_array_add_element(doms, first);
+        ck_assert_str_eq(
+            json_object_get_string_member(json_array_get_object_element(doms, 0), "domain"), "b");
+        back = vpLedgerFromJson(topo, saved, &error);
+
+        ck_assert_msg(back, "%s", error ? error->message : "");
+        ck_assert_uint_eq(vpLedgerNOwners(back, 0), 2);
+    }
 
     /* spread never time-shares, even when degraded */
     c->policy.unmet = VP_UNMET_DEGRADE;
