@@ -1,10 +1,15 @@
 /*
  * vcpuplace topology: the host as the placer sees it, packages > NUMA > L3 > cores, each
- * PU with its owner from a ledger. Text for people, a flat PU list in JSON for scripts.
+ * PU with its owner from a ledger file or, with --live, from the running daemon (which
+ * also says which topology and CPU sets it uses). Text for people, a flat PU list in JSON
+ * for scripts.
  */
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/live.h"
 #include "core/ledger.h"
+#include "daemon/proto.h"
+#include "host/hwtopo.h"
 
 #include <stdio.h>
 
@@ -117,15 +122,75 @@ toJson(const vpTopology *topo, const vpLedger *ledger)
     return json_builder_get_root(b);
 }
 
+static hwloc_bitmap_t
+replySet(JsonObject *o, const char *member, GError **error)
+{
+    JsonNode *n = json_object_get_member(o, member);
+
+    if (!n || JSON_NODE_HOLDS_NULL(n))
+        return NULL;
+    if (json_node_get_value_type(n) != G_TYPE_STRING) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "daemon reply: %s is not a CPU list",
+                    member);
+        return NULL;
+    }
+    return vpCpuListParse(member, json_node_get_string(n), error);
+}
+
+/* The daemon's view: its topology source and CPU sets, loaded here the same way, and its
+ * ledger read through the same strict reader as a file. */
+static gboolean
+loadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, vpLedger **ledger,
+         GError **error)
+{
+    g_auto(vpLiveOptions) live = {.config = g_strdup(opts->config), .socket = g_strdup(socket)};
+    g_autoptr(JsonObject) req = json_object_new();
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(vpBitmap) host = NULL;
+    g_autoptr(vpBitmap) hk = NULL;
+    JsonObject *o;
+    JsonNode *lnode;
+
+    if (!vpLiveResolve(&live, error))
+        return FALSE;
+    json_object_set_string_member(req, "op", "topology");
+    if (!(reply = vpClientCall(live.socket, req, error)))
+        return FALSE;
+    o = json_node_get_object(reply);
+    if (!json_object_has_member(o, "source") || !(lnode = json_object_get_member(o, "ledger"))) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "daemon reply lacks source or ledger");
+        return FALSE;
+    }
+    host = replySet(o, "host_cpus", error);
+    if (error && *error)
+        return FALSE;
+    hk = replySet(o, "housekeeping_cpus", error);
+    if (error && *error)
+        return FALSE;
+    if (!(*topo = vpHwtopoLoad(json_object_get_string_member(o, "source"), host, hk, error)))
+        return FALSE;
+    if (!(*ledger = vpLedgerFromJson(*topo, lnode, error))) {
+        g_prefix_error(error, "daemon ledger: ");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 int
 vpCmdTopology(int argc, char **argv)
 {
     g_auto(vpCliOptions) opts = {0};
     g_autofree char *ledger_path = NULL;
+    g_autofree char *socket = NULL;
+    gboolean live = FALSE;
     g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
     GOptionEntry entries[] = {
         {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &ledger_path, "show owners from this ledger",
          "FILE"},
+        {"live", 0, 0, G_OPTION_ARG_NONE, &live,
+         "show the running daemon's topology and owners (socket from --config or --socket)", NULL},
+        {"socket", 's', 0, G_OPTION_ARG_FILENAME, &socket, "the daemon's socket (with --live)",
+         "PATH"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GError) error = NULL;
@@ -143,14 +208,27 @@ vpCmdTopology(int argc, char **argv)
         fprintf(stderr, "vcpuplace topology: unexpected argument '%s'\n", argv[1]);
         return VP_EXIT_ERROR;
     }
-    if (!(topo = vpCliLoadTopology(&opts, &error))) {
-        vpCliError("topology", error);
+    if (live && (ledger_path || opts.topology || opts.host_cpus || opts.housekeeping)) {
+        fprintf(stderr,
+                "vcpuplace topology: --live takes the topology, CPU sets and owners "
+                "from the daemon; drop --ledger, --topology, --host-cpus, --housekeeping\n");
         return VP_EXIT_ERROR;
     }
-    ledger = ledger_path ? vpLedgerLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
-    if (!ledger) {
-        vpCliError("topology", error);
-        return VP_EXIT_ERROR;
+    if (live) {
+        if (!loadLive(&opts, socket, &topo, &ledger, &error)) {
+            vpCliError("topology", error);
+            return VP_EXIT_ERROR;
+        }
+    } else {
+        if (!(topo = vpCliLoadTopology(&opts, &error))) {
+            vpCliError("topology", error);
+            return VP_EXIT_ERROR;
+        }
+        ledger = ledger_path ? vpLedgerLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
+        if (!ledger) {
+            vpCliError("topology", error);
+            return VP_EXIT_ERROR;
+        }
     }
     if (opts.json) {
         g_autoptr(JsonNode) node = toJson(topo, ledger);
