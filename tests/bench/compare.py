@@ -141,6 +141,29 @@ def vcpus_running_avg(outcome_path):
     return round(total / events, 3) if events else 0
 
 
+def shared_vcpu_placements(outcome_path, topo):
+    """Placements that put a vCPU on a core where another vCPU (of any VM, itself included)
+    runs: what smt=isolate promises never to do, and the scorer does not look at (it
+    judges pairs of VMs, not a VM's own siblings)."""
+    core_of = {pu["cpu"]: pu["core"] for pu in topo["pus"]}
+    busy, held, count = {}, {}, 0
+    with open(outcome_path, encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec["op"] == "stop":
+                for cpu in held.pop(rec["name"], []):
+                    busy[core_of[cpu]] -= 1
+                continue
+            if rec.get("refused"):
+                continue
+            cores = [core_of[c] for c in rec["cpus"]]
+            count += any(busy.get(c, 0) for c in cores) or len(set(cores)) < len(cores)
+            for c in cores:
+                busy[c] = busy.get(c, 0) + 1
+            held[rec["name"]] = rec["cpus"]
+    return count
+
+
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2] if xs else None
@@ -180,6 +203,7 @@ def compare_topology(args, source, pool):
 
     metrics = {v: {} for v in VARIANTS}
     running = {v: {} for v in VARIANTS}
+    shared = {}
     sims = {}
     for v in VARIANTS:
         sims[v] = json.loads(run([args.vcpuplace, "simulate", "--json", "--topology", source,
@@ -188,6 +212,8 @@ def compare_topology(args, source, pool):
         own = os.path.join(work, f"outcome-vcpuplace-{v}.jsonl")
         simulate_outcome(sims[v], traces[v], own)
         running[v][f"vcpuplace-{v}"] = vcpus_running_avg(own)
+        if v == "isolate":
+            shared[f"vcpuplace-{v}"] = shared_vcpu_placements(own, topo)
     rescored = score(args.vcpuplace, source, os.path.join(work, "outcome-vcpuplace-mixed.jsonl"))
     mismatch = {k: (rescored[k], sims["mixed"]["metrics"][k]) for k in rescored
                 if not k.startswith("decision_us") and rescored[k] != sims["mixed"]["metrics"][k]}
@@ -196,6 +222,7 @@ def compare_topology(args, source, pool):
     sizes = {}
     for placer, out in outcomes.items():
         sizes[placer] = {str(k): median(v) for k, v in sorted(decision_by_size(out).items())}
+        shared[placer] = shared_vcpu_placements(out, topo)
         if placer == "nova-mixed":
             metrics["mixed"][placer] = score(args.vcpuplace, source, out)
             running["mixed"][placer] = vcpus_running_avg(out)
@@ -218,6 +245,7 @@ def compare_topology(args, source, pool):
         "trace": trace_info,
         "metrics": metrics,
         "vcpus_running_avg": running,
+        "placements_sharing_a_core": shared,
         "baseline_decision_us_median_by_vcpus": sizes,
         "baseline_wall_s": timings,
         "score_matches_simulate": not mismatch,

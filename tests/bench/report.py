@@ -144,10 +144,14 @@ def frag_table(topo):
     return table(rows, ["trace", "vcpuplace"] + baselines + ["policy-matched"])
 
 
-def breaks_promise(variant, m):
+def breaks_promise(topo, variant, placer):
     """A baseline that, judged by what this variant's VMs asked, shared a core with a
-    stranger while a whole core was free, or misaligned a pack VM."""
+    stranger while a whole core was free, misaligned a pack VM, or (isolate) put a vCPU
+    on a core where another vCPU ran."""
+    m = topo["metrics"][variant][placer]
     if m["untrusted_shares_while_free_core"] > 0:
+        return True
+    if variant == "isolate" and topo["placements_sharing_a_core"].get(placer, 0) > 0:
         return True
     return variant in ("pack", "mixed") and m["pack_vms_with_guest_siblings"] > 0 and \
         m["pack_aligned_pct"] < 100
@@ -368,6 +372,12 @@ def topology_section(slug, topo, charts):
         lines += [f"#### {v} trace" + ("" if v == "mixed" else f" (every VM asks smt={v})"), ""]
         rows = [[p] + [m[k] for k, _, _, _ in METRICS] for p, m in cols.items()]
         lines += [table(rows, ["placer"] + [s for _, s, _, _ in METRICS]), ""]
+        if v == "isolate":
+            shared = topo["placements_sharing_a_core"]
+            lines += ["Placements that put a vCPU on a core where another vCPU ran (what "
+                      "isolate forbids; the scorer judges pairs of VMs only, so counted by "
+                      "compare.py): " + ", ".join(f"{p} {shared[p]}" for p in cols
+                                                   if p in shared) + ".", ""]
     return lines
 
 
@@ -470,14 +480,15 @@ def main():
               "with the same trace (vcpuplace-V against the baselines scored as if every VM "
               "asked V). A baseline that ignores the policy can win on admission by not "
               "isolating anything: † marks a baseline that, on that trace, put a VM next to "
-              "a stranger while a whole core was free, or misaligned a pack VM.", ""]
+              "a stranger while a whole core was free, misaligned a pack VM, or (isolate "
+              "trace) put a vCPU on a core where another vCPU ran.", ""]
     seen = set()
     for slug, topo in compare["topologies"].items():
         rows = []
         for v, short, own, beaters in losses_for(topo):
             seen.add(short)
             rows.append((v, short, own, ", ".join(
-                f"{p}{'†' if breaks_promise(v, topo['metrics'][v][p]) else ''} {fmt(x)}"
+                f"{p}{'†' if breaks_promise(topo, v, p) else ''} {fmt(x)}"
                 for p, x in beaters)))
         lines += [f"**{topo['name']}**", ""]
         lines += [table(rows, ("trace", "metric", "vcpuplace", "better baselines")) if rows
@@ -512,7 +523,14 @@ def main():
         if entry.get("error"):
             lines += [entry["error"], ""]
         if entry["text"]:
-            lines += ["```", entry["text"].rstrip(), "```", ""]
+            # scripts/libvirt-env's lines (hook installed, libvirtd reloaded) are noise here
+            text = [t for t in entry["text"].rstrip().split("\n")
+                    if not t.startswith(("libvirt-env: ", "cleanup: libvirt-env: "))]
+            lines += ["```"] + text + ["```", ""]
+            dropped = entry["text"].count("libvirt-env: ")
+            if dropped:
+                lines += [f"({dropped} lines of scripts/libvirt-env left out; all in "
+                          f"{name}.txt.)", ""]
     for s in args.skipped:
         lines += [f"- skipped: {s}"]
     lines.append("")
