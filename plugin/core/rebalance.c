@@ -416,6 +416,34 @@ coreWholeIdle(const Ctx *ctx, int c, const Decision *d)
     return true;
 }
 
+/* How one holder of a sibling PU relates to a vCPU of plan. */
+static Rel
+ownerRel(const Ctx *ctx, const vpPlan *plan, vpOwner o)
+{
+    const vpPlan *other;
+
+    if (strcmp(o.domain, plan->domain) == 0)
+        return REL_SELF;
+    other = vpLedgerLookup(ctx->ledger, o.domain);
+    if (plan->group && other && other->group && strcmp(plan->group, other->group) == 0)
+        return REL_GROUP;
+    if (other && other->policy.smt == VP_SMT_SHARE)
+        return REL_SHARE;
+    return REL_FOREIGN;
+}
+
+/* Whether holder o of PU y is a vCPU that decision d takes away from y. */
+static bool
+leavesWith(const Decision *d, const vpPlan *plan, int y, vpOwner o)
+{
+    for (int k = 0; k < d->n; k++) {
+        if (d->from[k] == y && o.kind == VP_OWN_VCPU && o.vcpu == d->vcpus[k] &&
+            strcmp(o.domain, plan->domain) == 0)
+            return true;
+    }
+    return false;
+}
+
 static Rel
 siblingRel(const Ctx *ctx, const vpPlan *plan, int pu, const Decision *d)
 {
@@ -424,30 +452,27 @@ siblingRel(const Ctx *ctx, const vpPlan *plan, int pu, const Decision *d)
 
     for (int i = 0; i < core->npus; i++) {
         int y = core->pus[i];
-        vpOwner o = vpLedgerOwner(ctx->ledger, y);
-        Rel r;
+        unsigned n = vpLedgerNOwners(ctx->ledger, y);
+        Rel r = REL_IDLE;
 
         if (y == pu)
             continue;
         if (ctx->taken[y]) {
             r = REL_FOREIGN;
-        } else if (leaving(d, y)) {
+        } else if (leaving(d, y) && n <= 1) {
             r = vpPressurePU(ctx->p, y)->other < vpPressureGetConfig(ctx->p)->idle_busy
                     ? REL_IDLE
                     : REL_FOREIGN;
-        } else if (!o.domain) {
+        } else if (n == 0) {
             r = vpPressurePUIdle(ctx->p, y) ? REL_IDLE : REL_FOREIGN;
-        } else if (strcmp(o.domain, plan->domain) == 0) {
-            r = REL_SELF;
         } else {
-            const vpPlan *other = vpLedgerLookup(ctx->ledger, o.domain);
+            /* a time-shared sibling: the worst of the holders that stay */
+            for (unsigned k = 0; k < n; k++) {
+                vpOwner o = vpLedgerOwnerAt(ctx->ledger, y, k);
 
-            if (plan->group && other && other->group && strcmp(plan->group, other->group) == 0)
-                r = REL_GROUP;
-            else if (other && other->policy.smt == VP_SMT_SHARE)
-                r = REL_SHARE;
-            else
-                r = REL_FOREIGN;
+                if (!leavesWith(d, plan, y, o))
+                    r = MAX(r, ownerRel(ctx, plan, o));
+            }
         }
         worst = MAX(worst, r);
     }
@@ -680,6 +705,9 @@ describe(const Ctx *ctx, const vpPlan *plan, const Cand *c, const Decision *d, c
                                osOf(ctx, c->pu), cp->contended_streak, c->vcpu, c->domain,
                                vp ? vp->corun_foreign * 100 : 0, vp ? vp->forceidle * 100 : 0,
                                cp->corun_foreign * 100, cp->forceidle * 100);
+    if (vpLedgerNOwners(ctx->ledger, c->pu) > 1)
+        g_string_append_printf(s, "; CPU %u is time-shared by %u vCPUs (smt=share overcommit)",
+                               osOf(ctx, c->pu), vpLedgerNOwners(ctx->ledger, c->pu));
     g_string_append_printf(s, "; to CPU %u: %s (core busy %.1f%%) in the same %s",
                            osOf(ctx, d->to[0]), relPhrase(d->rel),
                            vpPressureCore(ctx->p, tcore)->busy * 100, d->scope);
@@ -773,22 +801,29 @@ candCompare(gconstpointer a, gconstpointer b)
     return (x->pu > y->pu) - (x->pu < y->pu);
 }
 
+/* Every vCPU holding a hot PU: one alone, or each of those that time-share it (overcommitted
+ * smt=share domains), so that the most delayed of them is tried first and another one
+ * when it may not move. */
 static void
 collectWait(Ctx *ctx, GArray *cands)
 {
     for (int pu = 0; pu < vpTopologyNPUs(ctx->topo); pu++) {
-        vpOwner o;
-        const vpVcpuPressure *vp;
-        Cand c;
+        unsigned n;
 
         if (!vpPressurePUHot(ctx->p, pu))
             continue;
-        o = vpLedgerOwner(ctx->ledger, pu);
-        vp = o.kind == VP_OWN_VCPU ? vpPressureVcpu(ctx->p, o.domain, o.vcpu) : NULL;
-        if (!vp)
-            continue;
-        c = (Cand){pu, o.domain, o.vcpu, TRIG_WAIT, vp->wait};
-        g_array_append_val(cands, c);
+        n = vpLedgerNOwners(ctx->ledger, pu);
+        for (unsigned k = 0; k < n; k++) {
+            vpOwner o = vpLedgerOwnerAt(ctx->ledger, pu, k);
+            const vpVcpuPressure *vp =
+                o.kind == VP_OWN_VCPU ? vpPressureVcpu(ctx->p, o.domain, o.vcpu) : NULL;
+            Cand c;
+
+            if (!vp)
+                continue;
+            c = (Cand){pu, o.domain, o.vcpu, TRIG_WAIT, vp->wait};
+            g_array_append_val(cands, c);
+        }
     }
 }
 
@@ -803,16 +838,22 @@ collectCorun(Ctx *ctx, GArray *cands)
         if (!vpPressureCoreContended(ctx->p, ci))
             continue;
         for (int i = 0; i < core->npus; i++) {
-            vpOwner o = vpLedgerOwner(ctx->ledger, core->pus[i]);
-            const vpVcpuPressure *vp =
-                o.kind == VP_OWN_VCPU ? vpPressureVcpu(ctx->p, o.domain, o.vcpu) : NULL;
-            double score;
+            unsigned n = vpLedgerNOwners(ctx->ledger, core->pus[i]);
 
-            if (!vp || vpPressurePUHot(ctx->p, core->pus[i]))
+            if (vpPressurePUHot(ctx->p, core->pus[i]))
                 continue;
-            score = vp->corun_foreign + vp->forceidle;
-            if (best.pu < 0 || score > best.score)
-                best = (Cand){core->pus[i], o.domain, o.vcpu, TRIG_CORUN, score};
+            for (unsigned k = 0; k < n; k++) {
+                vpOwner o = vpLedgerOwnerAt(ctx->ledger, core->pus[i], k);
+                const vpVcpuPressure *vp =
+                    o.kind == VP_OWN_VCPU ? vpPressureVcpu(ctx->p, o.domain, o.vcpu) : NULL;
+                double score;
+
+                if (!vp)
+                    continue;
+                score = vp->corun_foreign + vp->forceidle;
+                if (best.pu < 0 || score > best.score)
+                    best = (Cand){core->pus[i], o.domain, o.vcpu, TRIG_CORUN, score};
+            }
         }
         if (best.pu >= 0)
             g_array_append_val(cands, best);
@@ -975,6 +1016,51 @@ widenLevel(const vpTopology *topo, vpPlan *plan)
     plan->level_index = -1;
 }
 
+/* An overcommitted smt=share plan whose vCPUs no longer time-share any PU (moves took them
+ * or their neighbours apart) is no longer degraded for that reason: the flag and the
+ * placer's "smt=share overcommitted: ..." part of the reason go, so that status shows what
+ * holds now. */
+static void
+settleOvercommit(vpLedger *ledger)
+{
+    const vpTopology *topo = vpLedgerTopology(ledger);
+    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
+
+    for (guint i = 0; i < names->len; i++) {
+        const vpPlan *cur = vpLedgerLookup(ledger, g_ptr_array_index(names, i));
+        g_autoptr(vpPlan) plan = NULL;
+        g_auto(GStrv) parts = NULL;
+        g_autoptr(GStrvBuilder) kept = NULL;
+        g_auto(GStrv) left = NULL;
+        bool shared = false;
+
+        if (!cur->overcommit)
+            continue;
+        for (unsigned v = 0; v < cur->nvcpus && !shared; v++) {
+            int pu = cur->vcpu_pu[v] >= 0 ? vpTopologyPUByOS(topo, cur->vcpu_pu[v]) : -1;
+
+            shared = pu >= 0 && vpLedgerNOwners(ledger, pu) > 1;
+        }
+        if (shared)
+            continue;
+        plan = vpPlanCopy(cur);
+        plan->overcommit = false;
+        kept = g_strv_builder_new();
+        parts = g_strsplit(plan->degraded_reason ? plan->degraded_reason : "", "; ", -1);
+        for (char **p = parts; *p; p++) {
+            if (**p && !g_str_has_prefix(*p, "smt=share overcommitted"))
+                g_strv_builder_add(kept, *p);
+        }
+        left = g_strv_builder_end(kept);
+        g_free(plan->degraded_reason);
+        plan->degraded_reason = left[0] ? g_strjoinv("; ", left) : NULL;
+        plan->degraded = plan->degraded_reason != NULL;
+        /* the same PUs, one holder each: replacing cannot fail */
+        if (!vpLedgerReplace(ledger, plan, NULL))
+            g_assert_not_reached();
+    }
+}
+
 gboolean
 vpRebalanceApply(vpLedger *ledger, GPtrArray *moves, GError **error)
 {
@@ -1029,8 +1115,10 @@ vpRebalanceApply(vpLedger *ledger, GPtrArray *moves, GError **error)
         if (!vpLedgerReplace(ledger, g_ptr_array_index(news, done), error))
             break;
     }
-    if (done == news->len)
+    if (done == news->len) {
+        settleOvercommit(ledger);
         return TRUE;
+    }
     while (done-- > 0)
         vpLedgerReplace(ledger, g_ptr_array_index(olds, done), NULL);
     return FALSE;

@@ -73,7 +73,8 @@ GPtrArray *vpRebalancePlan(const vpRebalancer *rb, const vpPressure *p, const vp
 /* Moves the vCPUs in the ledger: per domain a copy of its plan with vcpu_pu updated, the
  * reserved siblings of isolate and pack carried to the new cores, an emulator set that
  * followed the vCPUs still following them, and the locality level widened if a move left
- * it; then vpLedgerReplace. All or nothing. */
+ * it; then vpLedgerReplace. All or nothing. An overcommitted smt=share plan that no longer
+ * time-shares a PU afterwards loses its overcommit flag and that part of its degradation. */
 gboolean vpRebalanceApply(vpLedger *ledger, GPtrArray *moves, GError **error);
 /* Records actuated moves (residency, memory, counts) and restarts the pressure figures
  * of the PUs and vCPUs involved, so that what follows is measured afresh. */
