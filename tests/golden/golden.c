@@ -6,6 +6,9 @@
  *
  *   golden synthetic     cases whose topology the project writes itself
  *   golden shared        cases on ../shared/topologies (exit 77 = skipped when absent)
+ *   golden traces        the simulate traces in traces/ (NAME.jsonl + NAME.ini naming the
+ *                        topology), replayed start by start with every plan's properties
+ *                        and the ledger's invariant checked after each event
  *   VP_REGENERATE=1      rewrite expected.json from the current placer, to review as a diff
  */
 #include "cli/trace.h"
@@ -169,6 +172,95 @@ compareNames(gconstpointer a, gconstpointer b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static char *tracedir;
+
+START_TEST(test_trace)
+{
+    const char *name = g_ptr_array_index(cases, _i);
+    g_autofree char *path = g_build_filename(tracedir, name, NULL);
+    g_autofree char *base = g_strndup(path, strlen(path) - strlen(".jsonl"));
+    g_autofree char *ini = g_strconcat(base, ".ini", NULL);
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpTopology) topo = NULL;
+    g_autoptr(vpLedger) ledger = NULL;
+    g_autofree char *data = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autofree char *src = NULL;
+    unsigned placed = 0, refused = 0;
+    vpPolicy defaults;
+
+    ck_assert_msg(g_key_file_load_from_file(kf, ini, G_KEY_FILE_NONE, &error), "%s: %s", ini,
+                  error ? error->message : "");
+    src = g_key_file_get_string(kf, "trace", "topology", &error);
+    ck_assert_msg(src, "%s: %s", ini, error ? error->message : "");
+    topo = vpHwtopoLoad(src, NULL, NULL, &error);
+    ck_assert_msg(topo, "%s: %s", src, error ? error->message : "");
+    ledger = vpLedgerNew(topo);
+    ck_assert(g_file_get_contents(path, &data, NULL, NULL));
+    lines = g_strsplit(data, "\n", -1);
+    vpPolicyInitDefaults(&defaults);
+    for (int i = 0; lines[i]; i++) {
+        g_autoptr(vpPlan) plan = NULL;
+        vpTraceEvent ev;
+
+        if (!*g_strstrip(lines[i]))
+            continue;
+        ck_assert_msg(vpTraceParseLine(lines[i], &defaults, &ev, &error), "%s:%d: %s", name, i + 1,
+                      error->message);
+        if (ev.op == VP_TRACE_STOP) {
+            vpLedgerRemove(ledger, ev.name);
+        } else if ((plan = vpPlace(topo, ledger, ev.req, &error))) {
+            ck_assert_msg(vpCheckPlan(topo, ledger, ev.req, plan, &error), "%s:%d: %s", name, i + 1,
+                          error->message);
+            ck_assert_msg(vpLedgerAdd(ledger, plan, &error), "%s:%d: %s", name, i + 1,
+                          error->message);
+            placed++;
+        } else {
+            ck_assert_msg(g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED), "%s:%d: %s", name,
+                          i + 1, error->message);
+            g_clear_error(&error);
+            refused++;
+        }
+        ck_assert_msg(vpLedgerCheck(ledger, &error), "%s:%d: %s", name, i + 1,
+                      error ? error->message : "");
+        vpTraceEventClear(&ev);
+    }
+    vpPolicyClear(&defaults);
+    ck_assert_uint_gt(placed, 0);
+    printf("%s: %u placed, %u refused, every plan checked\n", name, placed, refused);
+}
+END_TEST
+
+static int
+runTraces(const char *topdir)
+{
+    g_autoptr(GDir) dir = NULL;
+    const char *entry;
+    Suite *s = suite_create("golden-traces");
+    TCase *tc = tcase_create("traces");
+    SRunner *sr;
+    int failed;
+
+    tracedir = g_build_filename(topdir, "tests", "golden", "traces", NULL);
+    dir = g_dir_open(tracedir, 0, NULL);
+    g_assert(dir);
+    cases = g_ptr_array_new_with_free_func(g_free);
+    while ((entry = g_dir_read_name(dir))) {
+        if (g_str_has_suffix(entry, ".jsonl"))
+            g_ptr_array_add(cases, g_strdup(entry));
+    }
+    g_ptr_array_sort(cases, compareNames);
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_trace, 0, cases->len);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 static bool
 usesShared(const char *dir)
 {
@@ -193,6 +285,8 @@ main(int argc, char **argv)
     int failed;
 
     g_assert(topdir);
+    if (argc > 1 && strcmp(argv[1], "traces") == 0)
+        return runTraces(topdir);
     dirpath = g_build_filename(topdir, "tests", "golden", "cases", NULL);
     casedir = dirpath;
     shared = g_getenv("VP_SHARED_TOPOLOGIES");
