@@ -21,6 +21,16 @@ vpProtoEncode(JsonNode *node, gsize *len)
     json_generator_set_root(gen, node);
     gsize n = 0;
     g_autofree char *text = json_generator_to_data(gen, &n);
+    /* json-glib writes strings as they are, and some carry bytes cut from outside input
+     * (a parser's message quoting a truncated token): a peer must always get UTF-8, or the
+     * hook would read a refusal as a broken daemon and fail open. The generator's own
+     * syntax is ASCII, so replacing bad bytes only touches string contents. */
+    if (!g_utf8_validate(text, n, NULL)) {
+        char *valid = g_utf8_make_valid(text, n);
+        g_free(text);
+        text = valid;
+        n = strlen(text);
+    }
     char *line = g_malloc(n + 2);
     memcpy(line, text, n);
     line[n] = '\n';
