@@ -63,9 +63,13 @@ vpCpuListParse(const char *field, const char *list, GError **error)
                     field);
         return NULL;
     }
-    /* hwloc's parser accepts things like "0-" (infinite); Linux CPU lists never do. */
+    /* hwloc's parser accepts things like "0-" (infinite); Linux CPU lists never do. Numbers
+     * are bounded before hwloc sees them: it allocates a bitmap up to the highest one, so
+     * "0-4000000000" would cost half a gigabyte before the bound below could refuse it. */
     for (p = list; *p; p++) {
-        if (!g_ascii_isdigit(*p) && *p != ',' && *p != '-') {
+        if ((!g_ascii_isdigit(*p) && *p != ',' && *p != '-') ||
+            (g_ascii_isdigit(*p) && (p == list || !g_ascii_isdigit(p[-1])) &&
+             g_ascii_strtoull(p, NULL, 10) > 65535)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not a CPU list (e.g. 0-3,8)",
                         field, list);
             return NULL;
