@@ -24,6 +24,9 @@ static const vpCommand commands[] = {
     {"status", vpCmdStatus, "placement of managed domains (live)"},
     {"policy", vpCmdPolicy, "set a domain's vcpuplace policy in its metadata"},
     {"pin-config", vpCmdPinConfig, "write the plan into the persistent <cputune>"},
+    {"top", vpCmdTop, "per-vCPU run, wait and wakeups as vcpuplaced measures them (live)"},
+    {"rebalance", vpCmdRebalance, "move waiting vCPUs now, or --dry-run: say what would (live)"},
+    {"metrics", vpCmdMetrics, "vcpuplaced's Prometheus metrics (live)"},
 };
 
 static void

@@ -16,3 +16,6 @@ int vpCmdTopology(int argc, char **argv);
 int vpCmdStatus(int argc, char **argv);
 int vpCmdPolicy(int argc, char **argv);
 int vpCmdPinConfig(int argc, char **argv);
+int vpCmdTop(int argc, char **argv);
+int vpCmdRebalance(int argc, char **argv);
+int vpCmdMetrics(int argc, char **argv);

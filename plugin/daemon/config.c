@@ -13,6 +13,32 @@ static const char *const daemonKeys[] = {
     "state", "hook_failure", "hook_timeout_ms", "domains",           NULL,
 };
 
+/* The pressure model's and the rebalancer's keys are theirs (core/pressure.h,
+ * core/rebalance.h); the daemon adds the rest. */
+static const char *const rebalanceKeys[] = {
+    "mode",          "interval",  "textfile",     "alpha",           "hot_wait",
+    "cool_wait",     "hot_corun", "idle_busy",    "persistence",     "max_moves",
+    "min_residency", "memory",    "return_quiet", "coupled_wakeups", NULL,
+};
+
+static const char *const balanceModes[] = {"auto", "advise", "off"};
+
+const char *
+vpBalanceModeName(vpBalanceMode mode)
+{
+    return mode < G_N_ELEMENTS(balanceModes) ? balanceModes[mode] : "?";
+}
+
+int
+vpBalanceModeFromName(const char *name)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(balanceModes); i++) {
+        if (g_strcmp0(name, balanceModes[i]) == 0)
+            return i;
+    }
+    return -1;
+}
+
 const char *
 vpHookFailureName(vpHookFailure mode)
 {
@@ -39,6 +65,10 @@ vpConfigNew(void)
     cfg->hook_failure = VP_HOOK_FAIL_OPEN;
     cfg->hook_timeout_ms = VP_DEFAULT_HOOK_TIMEOUT_MS;
     vpPolicyInitDefaults(&cfg->defaults);
+    cfg->balance_mode = VP_BALANCE_AUTO;
+    cfg->interval_ms = VP_DEFAULT_INTERVAL_MS;
+    vpPressureConfigInit(&cfg->pressure);
+    vpRebalanceConfigInit(&cfg->rebalance);
     return cfg;
 }
 
@@ -57,6 +87,7 @@ vpConfigFree(vpConfig *cfg)
     g_free(cfg->socket);
     g_free(cfg->state);
     g_strfreev(cfg->domains);
+    g_free(cfg->metrics_textfile);
     vpPolicyClear(&cfg->defaults);
     g_free(cfg);
 }
@@ -66,9 +97,18 @@ checkKeys(GKeyFile *kf, const char *path, GError **error)
 {
     g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
     for (char **g = groups; *g; g++) {
-        if (strcmp(*g, "daemon") != 0 && strcmp(*g, "policy") != 0) {
+        if (strcmp(*g, "daemon") != 0 && strcmp(*g, "policy") != 0 &&
+            strcmp(*g, "rebalance") != 0) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                        "%s: unknown group [%s] (known: daemon, policy)", path, *g);
+                        "%s: unknown group [%s] (known: daemon, policy, rebalance)", path, *g);
+            return FALSE;
+        }
+    }
+    g_auto(GStrv) rkeys = g_key_file_get_keys(kf, "rebalance", NULL, NULL);
+    for (char **k = rkeys; rkeys && *k; k++) {
+        if (!g_strv_contains(rebalanceKeys, *k)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: unknown key '%s' in [rebalance]",
+                        path, *k);
             return FALSE;
         }
     }
@@ -110,6 +150,52 @@ getCpus(GKeyFile *kf, const char *path, const char *key, gboolean none_ok, hwloc
         return TRUE;
     *out = vpCpuListParse(key, v, error);
     if (!*out) {
+        g_prefix_error(error, "%s: ", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+parseRebalance(vpConfig *cfg, GKeyFile *kf, const char *path, GError **error)
+{
+    const char *g = "rebalance";
+    g_autofree char *mode = g_key_file_get_string(kf, g, "mode", NULL);
+    if (mode) {
+        int m = vpBalanceModeFromName(mode);
+        if (m < 0) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: [rebalance] mode='%s' is not one of auto, advise, off", path, mode);
+            return FALSE;
+        }
+        cfg->balance_mode = m;
+    }
+    g_autofree char *interval = g_key_file_get_string(kf, g, "interval", NULL);
+    if (interval) {
+        char *end = NULL;
+        double s = g_ascii_strtod(interval, &end);
+        if (end == interval || *end || !(s >= 0.1 && s <= 3600)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: [rebalance] interval='%s' is not a number of seconds in 0.1..3600",
+                        path, interval);
+            return FALSE;
+        }
+        cfg->interval_ms = (guint)(s * 1000 + 0.5);
+    }
+    g_autofree char *textfile = g_key_file_get_string(kf, g, "textfile", NULL);
+    if (textfile) {
+        if (!g_path_is_absolute(textfile) || g_str_has_suffix(textfile, "/")) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: [rebalance] textfile='%s' is not an absolute file path", path,
+                        textfile);
+            return FALSE;
+        }
+        g_free(cfg->metrics_textfile);
+        cfg->metrics_textfile = g_steal_pointer(&textfile);
+    }
+    if (!vpPressureConfigLoadKeyFile(&cfg->pressure, kf, g, error) ||
+        !vpPressureConfigValidate(&cfg->pressure, error) ||
+        !vpRebalanceConfigLoadKeyFile(&cfg->rebalance, kf, g, error)) {
         g_prefix_error(error, "%s: ", path);
         return FALSE;
     }
@@ -187,7 +273,7 @@ configParse(vpConfig *cfg, GKeyFile *kf, const char *path, GError **error)
         g_prefix_error(error, "%s: ", path);
         return FALSE;
     }
-    return TRUE;
+    return parseRebalance(cfg, kf, path, error);
 }
 
 gboolean

@@ -15,15 +15,26 @@
  *                                 others are neither placed nor pinned nor recorded
  *   [policy]
  *   smt=spread ...                defaults for what a domain's metadata leaves out
+ *   [rebalance]
+ *   mode=auto                     auto: move waiting vCPUs; advise: only log what would
+ *                                 move (`vcpuplace rebalance` still acts); off: no sampling
+ *   interval=1                    seconds between samples of the vCPU threads (0.1..3600)
+ *   textfile=PATH.prom            Prometheus metrics rewritten each interval (node_exporter's
+ *                                 textfile collector); default none
+ *   persistence=5 hot_wait=0.1 ...  the pressure model's keys (core/pressure.h)
+ *   max_moves=2 min_residency=60 ...  the rebalancer's keys (core/rebalance.h)
  *
  * Unknown groups and keys are errors naming them: a typo must not silently change policy.
  */
 #pragma once
 
 #include "core/policy.h"
+#include "core/pressure.h"
+#include "core/rebalance.h"
 #include "core/topology.h"
 
 typedef enum { VP_HOOK_FAIL_OPEN = 0, VP_HOOK_FAIL_CLOSED } vpHookFailure;
+typedef enum { VP_BALANCE_AUTO = 0, VP_BALANCE_ADVISE, VP_BALANCE_OFF } vpBalanceMode;
 
 typedef struct {
     char *path; /* the file read, or NULL for built-in defaults */
@@ -37,11 +48,18 @@ typedef struct {
     int hook_timeout_ms;
     char **domains; /* NULL: every domain */
     vpPolicy defaults;
+    /* [rebalance] */
+    vpBalanceMode balance_mode;
+    guint interval_ms;
+    char *metrics_textfile; /* NULL: none */
+    vpPressureConfig pressure;
+    vpRebalanceConfig rebalance;
 } vpConfig;
 
 #define VP_DEFAULT_URI "qemu:///system"
 #define VP_DEFAULT_STATE VP_LOCALSTATEDIR "/lib/vcpuplace/ledger.json"
 #define VP_DEFAULT_HOOK_TIMEOUT_MS 500
+#define VP_DEFAULT_INTERVAL_MS 1000
 
 /* Built-in defaults only. */
 vpConfig *vpConfigNew(void);
@@ -57,3 +75,6 @@ gboolean vpConfigManages(const vpConfig *cfg, const char *name);
 const char *vpHookFailureName(vpHookFailure mode);
 /* "open" / "closed"; -1 otherwise. */
 int vpHookFailureFromName(const char *name);
+const char *vpBalanceModeName(vpBalanceMode mode);
+/* "auto" / "advise" / "off"; -1 otherwise. */
+int vpBalanceModeFromName(const char *name);

@@ -7,6 +7,7 @@
  * are harmless.
  */
 #include "daemon/daemon.h"
+#include "daemon/balance.h"
 #include "daemon/proto.h"
 #include "daemon/server.h"
 #include "host/hwtopo.h"
@@ -49,6 +50,7 @@ struct _vpDaemon {
     guint work_id;
     guint save_id;
     GArray *listeners;
+    vpBalance *balance;
 };
 
 static void kick(vpDaemon *d);
@@ -668,10 +670,12 @@ handle(JsonObject *req, vpServerAfter *after, gpointer data)
         reply = opPlan(d, req, &err);
     else if (strcmp(op, "topology") == 0)
         reply = opTopology(d);
+    else if (vpBalanceHandles(op))
+        reply = vpBalanceOp(d->balance, op, req, &err);
     else
         g_set_error(&err, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
                     "unknown operation '%s' (known: reserve, started, release, reconnect, "
-                    "status, plan, topology)",
+                    "status, plan, topology, top, rebalance, metrics)",
                     op);
     return reply ? reply : replyFromError(err);
 }
@@ -710,6 +714,7 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     };
     vpVirInit();
     d->vc = vpVirConnNew(d->cfg->uri, &cb, d);
+    d->balance = vpBalanceNew(d);
     return d;
 }
 
@@ -724,6 +729,7 @@ vpDaemonFree(vpDaemon *d)
 {
     if (!d)
         return;
+    vpBalanceFree(d->balance);
     /* The server first: its connections may hold after-work pointing at d. */
     vpServerFree(d->srv);
     vpVirConnFree(d->vc);
@@ -746,6 +752,79 @@ vpDaemonFree(vpDaemon *d)
     g_array_free(d->listeners, TRUE);
     vpConfigFree(d->cfg);
     g_free(d);
+}
+
+/* Settings the running daemon is bound to: a reload keeps them and says so. */
+static void
+keepBound(const char *key, char **now, const char *was)
+{
+    if (g_strcmp0(*now, was) == 0)
+        return;
+    logMsg(G_LOG_LEVEL_WARNING, "reload: [daemon] %s='%s' needs a restart; keeping '%s'", key,
+           *now ? *now : "host", was ? was : "host");
+    g_free(*now);
+    *now = g_strdup(was);
+}
+
+gboolean
+vpDaemonReload(vpDaemon *d, GError **error)
+{
+    g_autoptr(vpConfig) cfg = vpConfigLoad(d->cfg->path, error);
+    if (!cfg)
+        return FALSE;
+    keepBound("uri", &cfg->uri, d->cfg->uri);
+    keepBound("socket", &cfg->socket, d->cfg->socket);
+    keepBound("state", &cfg->state, d->cfg->state);
+    keepBound("topology", &cfg->topology, d->cfg->topology);
+    vpTopology *topo = vpHwtopoLoad(cfg->topology, cfg->host_cpus, cfg->housekeeping, error);
+    if (!topo) {
+        g_prefix_error(error, "topology %s: ", cfg->topology ? cfg->topology : "host");
+        return FALSE;
+    }
+    g_autoptr(GPtrArray) outside = NULL;
+    if (!vpManagerReload(d->mgr, topo, &cfg->defaults, &outside, error))
+        return FALSE;
+    vpConfigFree(d->cfg);
+    d->cfg = g_steal_pointer(&cfg);
+    vpBalanceReload(d->balance);
+    g_autofree char *usable = vpCpuListFormat(vpTopologyUsableSet(vpManagerTopology(d->mgr)));
+    logMsg(G_LOG_LEVEL_INFO,
+           "configuration %s reloaded: usable CPUs %s; %u domains hold CPUs no longer usable",
+           d->cfg->path ? d->cfg->path : "(built-in defaults)", usable, outside->len);
+    /* Which domains are managed may have changed, and who was left out may now fit. */
+    d->full_sync = TRUE;
+    kick(d);
+    return TRUE;
+}
+
+gboolean
+vpDaemonPin(vpDaemon *d, const char *name, const vpPlan *plan, GError **error)
+{
+    virConnectPtr conn = vpVirConnGet(d->vc);
+    if (!conn) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "domain %s: libvirt is not connected", name);
+        return FALSE;
+    }
+    virDomainPtr dom = virDomainLookupByName(conn, name);
+    if (!dom) {
+        vpVirSetError(error, "domain %s", name);
+        vpVirConnCheck(d->vc);
+        return FALSE;
+    }
+    unsigned flags = vpVirConnLiveFlags(d->vc);
+    gboolean ok = vpVirPinsApply(dom, plan, flags, error);
+    if (ok) {
+        g_autoptr(vpLivePins) live = vpVirPinsRead(dom, flags, error);
+        g_autofree char *diff = live ? vpLivePinsDiff(live, plan) : NULL;
+        if (diff)
+            g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "domain %s: libvirt shows %s", name,
+                        diff);
+        ok = live && !diff;
+    }
+    if (!ok)
+        vpVirConnCheck(d->vc);
+    virDomainFree(dom);
+    return ok;
 }
 
 void

@@ -31,6 +31,15 @@ gboolean vpDaemonFlush(vpDaemon *d, GError **error);
 
 void vpDaemonOnDomain(vpDaemon *d, vpDaemonDomainFunc func, gpointer data);
 
+/* SIGHUP: reads the configuration file again. host_cpus, housekeeping_cpus, domains, the
+ * policy defaults and [rebalance] take effect; uri, socket, state and topology need a
+ * restart (logged, kept). The ledger is kept: domains on CPUs no longer usable stay there,
+ * reported, until they stop or the rebalancer moves them. On error nothing changes. */
+gboolean vpDaemonReload(vpDaemon *d, GError **error);
+/* Pins a running domain as plan says, now, through libvirt (the placement path), and
+ * checks that libvirt shows it. The ledger is the caller's business. */
+gboolean vpDaemonPin(vpDaemon *d, const char *name, const vpPlan *plan, GError **error);
+
 const vpConfig *vpDaemonConfig(const vpDaemon *d);
 vpManager *vpDaemonManager(vpDaemon *d);
 /* TRUE while work is queued: a sync, a retry, a pending save (tests wait for FALSE). */

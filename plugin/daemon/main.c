@@ -31,6 +31,16 @@ onSignal(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
+static gboolean
+onHangup(gpointer data)
+{
+    g_autoptr(GError) err = NULL;
+    if (!vpDaemonReload(data, &err))
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                         "reload failed, running on as before: %s", err->message);
+    return G_SOURCE_CONTINUE;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -92,6 +102,7 @@ main(int argc, char **argv)
     }
     guint term = g_unix_signal_add(SIGTERM, onSignal, loop);
     guint intr = g_unix_signal_add(SIGINT, onSignal, loop);
+    guint hup = g_unix_signal_add(SIGHUP, onHangup, d);
     vpDaemonStart(d);
     g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
                      "vcpuplaced %s listening on %s, libvirt %s", PROJECT_VERSION,
@@ -99,6 +110,7 @@ main(int argc, char **argv)
     g_main_loop_run(loop);
     g_source_remove(term);
     g_source_remove(intr);
+    g_source_remove(hup);
     g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE", "vcpuplaced stopping");
     return 0;
 }

@@ -5,6 +5,7 @@
  */
 #include "daemon/manager.h"
 #include "core/placer.h"
+#include "core/rebalance.h"
 #include "libvirt/domxml.h"
 
 #include <errno.h>
@@ -437,6 +438,65 @@ vpManagerReleaseGone(vpManager *m, GHashTable *running, gint64 grace_us)
         released++;
     }
     return released;
+}
+
+gboolean
+vpManagerMove(vpManager *m, GPtrArray *moves, GError **error)
+{
+    if (!vpRebalanceApply(m->ledger, moves, error))
+        return FALSE;
+    m->dirty = TRUE;
+    return TRUE;
+}
+
+/* Linux CPUs of the plan that the topology does not hand out; NULL when none. */
+static char *
+outsideUsable(const vpTopology *topo, const vpPlan *plan)
+{
+    g_autoptr(vpBitmap) held = hwloc_bitmap_dup(plan->reserved);
+    for (unsigned v = 0; v < plan->nvcpus; v++) {
+        if (plan->vcpu_pu[v] >= 0)
+            hwloc_bitmap_set(held, plan->vcpu_pu[v]);
+    }
+    hwloc_bitmap_andnot(held, held, vpTopologyUsableSet(topo));
+    return hwloc_bitmap_iszero(held) ? NULL : vpCpuListFormat(held);
+}
+
+gboolean
+vpManagerReload(vpManager *m, vpTopology *topo, const vpPolicy *defaults, GPtrArray **outside,
+                GError **error)
+{
+    g_autoptr(vpTopology) owned = topo;
+    g_autoptr(JsonNode) copy = vpLedgerToJson(m->ledger);
+    g_autoptr(vpLedger) ledger = vpLedgerFromJson(topo, copy, error);
+    if (!ledger) {
+        g_prefix_error(error, "the ledger does not fit the reloaded topology: ");
+        return FALSE;
+    }
+    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < names->len; i++) {
+        const vpPlan *plan = vpLedgerLookup(ledger, names->pdata[i]);
+        g_autofree char *cpus = outsideUsable(topo, plan);
+        if (!cpus)
+            continue;
+        logDomain(G_LOG_LEVEL_WARNING, plan->domain,
+                  "holds CPUs %s, no longer usable after the reload: it stays until it stops "
+                  "or is moved",
+                  cpus);
+        g_ptr_array_add(out, g_strdup(plan->domain));
+    }
+    vpLedgerFree(m->ledger);
+    vpTopologyFree(m->topo);
+    m->ledger = g_steal_pointer(&ledger);
+    m->topo = g_steal_pointer(&owned);
+    vpPolicyClear(&m->defaults);
+    vpPolicyCopy(&m->defaults, defaults);
+    if (outside)
+        *outside = out;
+    else
+        g_ptr_array_unref(out);
+    return TRUE;
 }
 
 static JsonNode *

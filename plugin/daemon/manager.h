@@ -81,6 +81,15 @@ void vpManagerApplied(vpManager *m, const char *name, const char *error);
  * grace_us (their start may still be under way). Returns how many were released. */
 guint vpManagerReleaseGone(vpManager *m, GHashTable *running, gint64 grace_us);
 
+/* Moves vCPUs in the ledger (vpRebalanceApply: all or nothing), once libvirt has them. */
+gboolean vpManagerMove(vpManager *m, GPtrArray *moves, GError **error);
+/* Configuration reload: takes topo (the same machine, other usable sets) and the new
+ * defaults. The ledger is carried over as it is: domains on CPUs no longer usable stay
+ * there (logged; names returned in *outside when not NULL, caller frees) until they stop
+ * or are moved. On failure nothing changes and topo is freed. */
+gboolean vpManagerReload(vpManager *m, vpTopology *topo, const vpPolicy *defaults,
+                         GPtrArray **outside, GError **error);
+
 const char *vpDomStateName(vpDomState state);
 
 /* {name, state, since_s, how, policy, level, degraded, ..., vcpus: [{vcpu, cpu, core, l3,

@@ -1,0 +1,26 @@
+/*
+ * Prometheus text exposition (format 0.0.4) for vcpuplaced: each family declared once with
+ * HELP and TYPE, its samples grouped under it whatever order they are added in, label
+ * values escaped. vcpuplaced serves the text over its socket (op metrics) and writes it for
+ * node_exporter's textfile collector.
+ */
+#pragma once
+
+#include <glib.h>
+
+typedef struct _vpMetrics vpMetrics;
+
+vpMetrics *vpMetricsNew(void);
+void vpMetricsFree(vpMetrics *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpMetrics, vpMetricsFree)
+
+/* type: "gauge" or "counter"; name and help are the caller's constants. Declaring a family
+ * again changes nothing. */
+void vpMetricsDeclare(vpMetrics *m, const char *name, const char *type, const char *help);
+/* One sample of a declared family; the labels are name, value pairs ending with NULL. */
+void vpMetricsAdd(vpMetrics *m, const char *name, double value, ...) G_GNUC_NULL_TERMINATED;
+/* The exposition, families in the order declared (caller frees). */
+char *vpMetricsText(const vpMetrics *m);
+/* Replaces path with text atomically (a temporary file beside it, renamed), mode 0644:
+ * node_exporter never reads half a file. */
+gboolean vpMetricsWriteFile(const char *path, const char *text, GError **error);

@@ -1,0 +1,118 @@
+/*
+ * The Prometheus text writer of vcpuplaced: families grouped with one HELP and TYPE each
+ * whatever order samples come in, label values and HELP text escaped, numbers written the
+ * way the format reads them, and the textfile replaced whole.
+ */
+#include "daemon/metrics.h"
+
+#include <check.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+START_TEST(test_grouping)
+{
+    g_autoptr(vpMetrics) m = vpMetricsNew();
+    g_autofree char *text = NULL;
+
+    vpMetricsDeclare(m, "a_ratio", "gauge", "A ratio");
+    vpMetricsDeclare(m, "b_total", "counter", "B count");
+    vpMetricsDeclare(m, "a_ratio", "counter", "declared again: ignored");
+    vpMetricsAdd(m, "a_ratio", 0.5, "domain", "x", "vcpu", "0", NULL);
+    vpMetricsAdd(m, "b_total", 3, "domain", "x", NULL);
+    vpMetricsAdd(m, "a_ratio", 0.25, "domain", "y", "vcpu", "1", NULL);
+    vpMetricsAdd(m, "b_total", 7, NULL);
+    text = vpMetricsText(m);
+    ck_assert_str_eq(text, "# HELP a_ratio A ratio\n"
+                           "# TYPE a_ratio gauge\n"
+                           "a_ratio{domain=\"x\",vcpu=\"0\"} 0.5\n"
+                           "a_ratio{domain=\"y\",vcpu=\"1\"} 0.25\n"
+                           "# HELP b_total B count\n"
+                           "# TYPE b_total counter\n"
+                           "b_total{domain=\"x\"} 3\n"
+                           "b_total 7\n");
+}
+END_TEST
+
+START_TEST(test_escaping)
+{
+    g_autoptr(vpMetrics) m = vpMetricsNew();
+    g_autofree char *text = NULL;
+
+    vpMetricsDeclare(m, "x", "gauge", "back\\slash and\nnewline \"quoted\"");
+    vpMetricsAdd(m, "x", 1, "domain", "a\"b\\c\nd", NULL);
+    text = vpMetricsText(m);
+    ck_assert_str_eq(text, "# HELP x back\\\\slash and\\nnewline \"quoted\"\n"
+                           "# TYPE x gauge\n"
+                           "x{domain=\"a\\\"b\\\\c\\nd\"} 1\n");
+}
+END_TEST
+
+START_TEST(test_values)
+{
+    g_autoptr(vpMetrics) m = vpMetricsNew();
+    g_autofree char *text = NULL;
+
+    vpMetricsDeclare(m, "v", "gauge", "values");
+    vpMetricsAdd(m, "v", 12345678901.0, "k", "big", NULL);
+    vpMetricsAdd(m, "v", 1.0 / 3, "k", "third", NULL);
+    vpMetricsAdd(m, "v", NAN, "k", "nan", NULL);
+    vpMetricsAdd(m, "v", INFINITY, "k", "inf", NULL);
+    vpMetricsAdd(m, "v", -INFINITY, "k", "-inf", NULL);
+    vpMetricsAdd(m, "v", 1.5e-7, "k", "small", NULL);
+    text = vpMetricsText(m);
+    ck_assert_msg(strstr(text, "v{k=\"big\"} 12345678901\n"), "%s", text);
+    ck_assert_msg(strstr(text, "v{k=\"third\"} 0.333333\n"), "%s", text);
+    ck_assert_msg(strstr(text, "v{k=\"nan\"} NaN\n"), "%s", text);
+    ck_assert_msg(strstr(text, "v{k=\"inf\"} +Inf\n"), "%s", text);
+    ck_assert_msg(strstr(text, "v{k=\"-inf\"} -Inf\n"), "%s", text);
+    ck_assert_msg(strstr(text, "v{k=\"small\"} 1.5e-07\n"), "%s", text);
+}
+END_TEST
+
+START_TEST(test_textfile)
+{
+    g_autofree char *dir = g_dir_make_tmp("vp-metrics-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "vcpuplace.prom", NULL);
+    g_autofree char *back = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GDir) d = NULL;
+    struct stat st;
+
+    ck_assert(vpMetricsWriteFile(path, "old 1\n", &err));
+    ck_assert_msg(vpMetricsWriteFile(path, "new 2\n", &err), "%s", err ? err->message : "");
+    ck_assert(g_file_get_contents(path, &back, NULL, NULL));
+    ck_assert_str_eq(back, "new 2\n");
+    ck_assert_int_eq(g_stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0644);
+    /* nothing left beside it */
+    d = g_dir_open(dir, 0, NULL);
+    ck_assert_str_eq(g_dir_read_name(d), "vcpuplace.prom");
+    ck_assert_ptr_null(g_dir_read_name(d));
+    ck_assert_int_eq(g_unlink(path), 0);
+    ck_assert_int_eq(g_rmdir(dir), 0);
+
+    ck_assert(!vpMetricsWriteFile("/nonexistent-dir/x.prom", "x 1\n", &err));
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("metrics");
+    TCase *tc = tcase_create("metrics");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_grouping);
+    tcase_add_test(tc, test_escaping);
+    tcase_add_test(tc, test_values);
+    tcase_add_test(tc, test_textfile);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
