@@ -52,33 +52,46 @@ vpLevelFromName(const char *name)
     return -1;
 }
 
+/* Linux's cpulist grammar: N or N-M (N <= M) separated by commas, CPUs up to 65535. */
+static gboolean
+vpCpuListValid(const char *list)
+{
+    g_auto(GStrv) parts = g_strsplit(list, ",", -1);
+
+    for (char **part = parts; *part; part++) {
+        g_auto(GStrv) range = g_strsplit(*part, "-", 3);
+        guint64 lo = 0, hi = 0;
+
+        if (!range[0] || !g_ascii_string_to_unsigned(range[0], 10, 0, 65535, &lo, NULL))
+            return FALSE;
+        hi = lo;
+        if (range[1] &&
+            (range[2] || !g_ascii_string_to_unsigned(range[1], 10, 0, 65535, &hi, NULL) || hi < lo))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 hwloc_bitmap_t
 vpCpuListParse(const char *field, const char *list, GError **error)
 {
     hwloc_bitmap_t set;
-    const char *p;
 
     if (!list || !*list) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='' is empty, expected a CPU list",
                     field);
         return NULL;
     }
-    /* hwloc's parser accepts things like "0-" (infinite); Linux CPU lists never do. Numbers
-     * are bounded before hwloc sees them: it allocates a bitmap up to the highest one, so
-     * "0-4000000000" would cost half a gigabyte before the bound below could refuse it. */
-    for (p = list; *p; p++) {
-        if ((!g_ascii_isdigit(*p) && *p != ',' && *p != '-') ||
-            (g_ascii_isdigit(*p) && (p == list || !g_ascii_isdigit(p[-1])) &&
-             g_ascii_strtoull(p, NULL, 10) > 65535)) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not a CPU list (e.g. 0-3,8)",
-                        field, list);
-            return NULL;
-        }
+    /* Checked here in full, not left to hwloc: its parser takes "0-" as infinite and
+     * ",-19" as CPU 4294967277, and allocates a bitmap up to the highest CPU named, so
+     * "0-4000000000" costs half a gigabyte before any bound could refuse it. */
+    if (!vpCpuListValid(list)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not a CPU list (e.g. 0-3,8)",
+                    field, list);
+        return NULL;
     }
     set = hwloc_bitmap_alloc();
-    if (hwloc_bitmap_list_sscanf(set, list) < 0 || hwloc_bitmap_weight(set) < 0 ||
-        list[strlen(list) - 1] == '-' || list[0] == '-' || list[0] == ',' ||
-        hwloc_bitmap_last(set) > 65535) {
+    if (hwloc_bitmap_list_sscanf(set, list) < 0 || hwloc_bitmap_weight(set) < 0) {
         hwloc_bitmap_free(set);
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not a CPU list (e.g. 0-3,8)",
                     field, list);

@@ -113,7 +113,10 @@ START_TEST(test_cpulist_parse)
     g_autoptr(GError) error = NULL;
     g_autoptr(vpBitmap) set = vpCpuListParse("host_cpus", "0-3,8,10-11", &error);
     g_autofree char *back = NULL;
-    static const char *const bad[] = {"0-", "a", "-3", "1,,", "3-1x", "99999999"};
+    /* ",-19" and "0-1999999999" once reached hwloc: CPU 4294967277 and a 250 MB bitmap. */
+    static const char *const bad[] = {"0-",   "a",        "-3",         "1,,",
+                                      "3-1x", "99999999", "0-1999,-19", "0-1999999999",
+                                      "3-1",  "1-2-3",    "+1",         " 1"};
 
     ck_assert(set);
     back = vpCpuListFormat(set);
