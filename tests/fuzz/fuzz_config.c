@@ -1,0 +1,40 @@
+/*
+ * vcpuplaced.conf through the daemon's loader, read from a file as the daemon reads it
+ * (/proc/self/fd of a memfd). Whatever it accepts must satisfy what the rest of the daemon
+ * trusts vpConfig for.
+ */
+#include "daemon/config.h"
+#include "fuzz.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    int fd = memfd_create("vp-fuzz-config", MFD_CLOEXEC);
+    g_assert(fd >= 0);
+    g_assert(size == 0 || write(fd, data, size) == (ssize_t)size);
+    g_autofree char *path = g_strdup_printf("/proc/self/fd/%d", fd);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpConfig) cfg = vpConfigLoad(path, &err);
+    close(fd);
+    if (!cfg) {
+        g_assert(err && err->message && *err->message);
+        return 0;
+    }
+    g_assert_no_error(err);
+    g_assert(cfg->uri && *cfg->uri);
+    g_assert(g_path_is_absolute(cfg->socket) && g_path_is_absolute(cfg->state));
+    g_assert(cfg->hook_timeout_ms >= 1 && cfg->hook_timeout_ms <= 60000);
+    g_assert(vpHookFailureFromName(vpHookFailureName(cfg->hook_failure)) == (int)cfg->hook_failure);
+    for (char **g = cfg->domains; g && *g; g++)
+        g_assert(**g);
+    vpConfigManages(cfg, "vm-1");
+    vpConfigManages(cfg, "");
+    if (cfg->host_cpus)
+        g_free(vpCpuListFormat(cfg->host_cpus));
+    if (cfg->housekeeping)
+        g_free(vpCpuListFormat(cfg->housekeeping));
+    return 0;
+}
