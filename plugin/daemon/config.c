@@ -9,8 +9,8 @@
 #include <string.h>
 
 static const char *const daemonKeys[] = {
-    "uri",   "topology",     "host_cpus",       "housekeeping_cpus", "socket",
-    "state", "hook_failure", "hook_timeout_ms", "domains",           NULL,
+    "uri",          "topology",        "host_cpus", "housekeeping_cpus", "socket",       "state",
+    "hook_failure", "hook_timeout_ms", "domains",   "qemu_conf",         "vcpu_poll_ms", NULL,
 };
 
 /* The pressure model's and the rebalancer's keys are theirs (core/pressure.h,
@@ -64,6 +64,8 @@ vpConfigNew(void)
     cfg->state = g_strdup(VP_DEFAULT_STATE);
     cfg->hook_failure = VP_HOOK_FAIL_OPEN;
     cfg->hook_timeout_ms = VP_DEFAULT_HOOK_TIMEOUT_MS;
+    cfg->qemu_conf = g_strdup(VP_DEFAULT_QEMU_CONF);
+    cfg->vcpu_poll_ms = VP_DEFAULT_VCPU_POLL_MS;
     vpPolicyInitDefaults(&cfg->defaults);
     cfg->balance_mode = VP_BALANCE_AUTO;
     cfg->interval_ms = VP_DEFAULT_INTERVAL_MS;
@@ -86,6 +88,7 @@ vpConfigFree(vpConfig *cfg)
         hwloc_bitmap_free(cfg->housekeeping);
     g_free(cfg->socket);
     g_free(cfg->state);
+    g_free(cfg->qemu_conf);
     g_strfreev(cfg->domains);
     g_free(cfg->metrics_textfile);
     vpPolicyClear(&cfg->defaults);
@@ -209,6 +212,7 @@ configParse(vpConfig *cfg, GKeyFile *kf, const char *path, GError **error)
         !getString(kf, path, "topology", &cfg->topology, error) ||
         !getString(kf, path, "socket", &cfg->socket, error) ||
         !getString(kf, path, "state", &cfg->state, error) ||
+        !getString(kf, path, "qemu_conf", &cfg->qemu_conf, error) ||
         !getCpus(kf, path, "host_cpus", FALSE, &cfg->host_cpus, error) ||
         !getCpus(kf, path, "housekeeping_cpus", TRUE, &cfg->housekeeping, error))
         return FALSE;
@@ -247,6 +251,21 @@ configParse(vpConfig *cfg, GKeyFile *kf, const char *path, GError **error)
             return FALSE;
         }
         cfg->hook_timeout_ms = (int)ms;
+    }
+
+    g_autofree char *poll = NULL;
+    if (!getString(kf, path, "vcpu_poll_ms", &poll, error))
+        return FALSE;
+    if (poll) {
+        guint64 ms = 0;
+        if (!g_ascii_string_to_unsigned(poll, 10, 0, 3600000, &ms, NULL) || (ms && ms < 100)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: [daemon] vcpu_poll_ms='%s' is not 0 (off) or a number of "
+                        "milliseconds in 100..3600000",
+                        path, poll);
+            return FALSE;
+        }
+        cfg->vcpu_poll_ms = (guint)ms;
     }
 
     if (g_key_file_has_key(kf, "daemon", "domains", NULL)) {

@@ -13,6 +13,10 @@
  *   hook_timeout_ms=500           the hook's bound on connect + reply
  *   domains=web-*;db-*            glob patterns of the domains to manage (default: all);
  *                                 others are neither placed nor pinned nor recorded
+ *   qemu_conf=/etc/libvirt/qemu.conf  libvirt's QEMU driver configuration, where its
+ *                                 sched_core is read (a missing file: libvirt's default)
+ *   vcpu_poll_ms=2000             how often vCPU counts of running domains are re-read to
+ *                                 notice hotplug that no QEMU event announced (0: never)
  *   [policy]
  *   smt=spread ...                defaults for what a domain's metadata leaves out
  *   [rebalance]
@@ -47,6 +51,8 @@ typedef struct {
     vpHookFailure hook_failure;
     int hook_timeout_ms;
     char **domains; /* NULL: every domain */
+    char *qemu_conf;
+    guint vcpu_poll_ms; /* 0: off */
     vpPolicy defaults;
     /* [rebalance] */
     vpBalanceMode balance_mode;
@@ -59,6 +65,8 @@ typedef struct {
 #define VP_DEFAULT_URI "qemu:///system"
 #define VP_DEFAULT_STATE VP_LOCALSTATEDIR "/lib/vcpuplace/ledger.json"
 #define VP_DEFAULT_HOOK_TIMEOUT_MS 500
+#define VP_DEFAULT_QEMU_CONF "/etc/libvirt/qemu.conf"
+#define VP_DEFAULT_VCPU_POLL_MS 2000
 #define VP_DEFAULT_INTERVAL_MS 1000
 
 /* Built-in defaults only. */
