@@ -4,6 +4,7 @@
  * be read in one place and tested without a libvirt daemon.
  */
 #include "daemon/manager.h"
+#include "core/grow.h"
 #include "core/placer.h"
 #include "core/rebalance.h"
 #include "libvirt/domxml.h"
@@ -446,6 +447,31 @@ vpManagerMove(vpManager *m, GPtrArray *moves, GError **error)
     if (!vpRebalanceApply(m->ledger, moves, error))
         return FALSE;
     m->dirty = TRUE;
+    return TRUE;
+}
+
+gboolean
+vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error)
+{
+    const vpPlan *plan = vpLedgerLookup(m->ledger, name);
+    if (!plan || plan->how == VP_HOW_PINNED) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain %s: no placement of vcpuplace's to resize", name);
+        return FALSE;
+    }
+    if (plan->nvcpus == nvcpus)
+        return TRUE;
+    unsigned was = plan->nvcpus;
+    g_autoptr(vpPlan) resized = vpPlanResize(m->topo, m->ledger, plan, nvcpus, error);
+    if (!resized || !vpLedgerReplace(m->ledger, resized, error))
+        return FALSE;
+    m->dirty = TRUE;
+    plan = vpLedgerLookup(m->ledger, name);
+    g_autoptr(vpBitmap) set = vpPlanHeld(plan);
+    g_autofree char *held = vpCpuListFormat(set);
+    logDomain(G_LOG_LEVEL_INFO, name, "vCPUs %u -> %u: now holds CPUs %s%s%s", was, nvcpus, held,
+              plan->degraded ? ", degraded: " : "", plan->degraded ? plan->degraded_reason : "");
+    recordSet(m, name, VP_DOM_APPLYING, NULL);
     return TRUE;
 }
 

@@ -83,6 +83,10 @@ guint vpManagerReleaseGone(vpManager *m, GHashTable *running, gint64 grace_us);
 
 /* Moves vCPUs in the ledger (vpRebalanceApply: all or nothing), once libvirt has them. */
 gboolean vpManagerMove(vpManager *m, GPtrArray *moves, GError **error);
+/* The domain's vCPU count changed while it runs (hotplug): its plan grows or shrinks
+ * (core/grow.h), state applying until the daemon has pinned it. The domain's own <cputune>
+ * pins are not vcpuplace's to resize: VP_ERROR_INVALID. */
+gboolean vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error);
 /* Configuration reload: takes topo (the same machine, other usable sets) and the new
  * defaults. The ledger is carried over as it is: domains on CPUs no longer usable stay
  * there (logged; names returned in *outside when not NULL, caller frees) until they stop
