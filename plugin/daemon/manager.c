@@ -539,7 +539,10 @@ policyJson(const vpPolicy *p)
     json_object_set_string_member(o, "emulator", vpEmulatorName(p->emulator));
     json_object_set_string_member(o, "rebalance", vpRebalanceName(p->rebalance));
     json_object_set_string_member(o, "unmet", vpUnmetName(p->unmet));
-    return json_node_init_object(json_node_alloc(), o);
+    /* json_node_init_object() takes a reference of its own: ours goes. */
+    JsonNode *node = json_node_init_object(json_node_alloc(), o);
+    json_object_unref(o);
+    return node;
 }
 
 static void
@@ -575,7 +578,9 @@ vcpusJson(const vpPlan *plan, const vpTopology *topo)
         }
         json_array_add_object_element(a, o);
     }
-    return json_node_init_array(json_node_alloc(), a);
+    JsonNode *node = json_node_init_array(json_node_alloc(), a);
+    json_array_unref(a);
+    return node;
 }
 
 static void
@@ -616,7 +621,9 @@ domainJson(const vpManager *m, const vpDomRecord *rec)
         setCpus(o, "reserved", plan->reserved);
         json_object_set_member(o, "plan", vpPlanToJson(plan, m->topo));
     }
-    return json_node_init_object(json_node_alloc(), o);
+    JsonNode *node = json_node_init_object(json_node_alloc(), o);
+    json_object_unref(o);
+    return node;
 }
 
 JsonNode *
@@ -629,5 +636,7 @@ vpManagerStatusJson(const vpManager *m, const char *name)
             continue;
         json_array_add_element(a, domainJson(m, vpManagerRecord(m, names->pdata[i])));
     }
-    return json_node_init_array(json_node_alloc(), a);
+    JsonNode *node = json_node_init_array(json_node_alloc(), a);
+    json_array_unref(a);
+    return node;
 }

@@ -8,6 +8,9 @@ bin=$1 corpus=$2 secs=$3
 # unseen until this was set.
 export G_SLICE=always-malloc
 export LSAN_OPTIONS=suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}
+# GLib has no frame pointers: the fast unwinder stops in g_malloc, and the suppression
+# above could never match.
+export ASAN_OPTIONS=fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 crashes=$(dirname "$corpus")/../crashes
