@@ -32,6 +32,7 @@ struct _vpBalance {
     guint timer;
     guint timer_ms;
     vpBalanceMode timer_mode;
+    gboolean armed; /* timer_ms and timer_mode say how the timer is set */
     GHashTable *tracked;  /* name -> vpTracked */
     GHashTable *moves;    /* "domain\037vcpu" -> moves committed (guint64 in a pointer) */
     GHashTable *said;     /* what the last timed pass logged, to log each thing once */
@@ -551,8 +552,9 @@ static void
 armTimer(vpBalance *b)
 {
     const vpConfig *cfg = config(b);
-    if (b->timer && b->timer_ms == cfg->interval_ms && b->timer_mode == cfg->balance_mode)
+    if (b->armed && b->timer_ms == cfg->interval_ms && b->timer_mode == cfg->balance_mode)
         return;
+    b->armed = TRUE;
     if (b->timer)
         g_source_remove(b->timer);
     b->timer = 0;

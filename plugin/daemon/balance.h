@@ -16,8 +16,6 @@
 #include "core/pressure.h"
 #include "daemon/daemon.h"
 
-typedef struct _vpBalance vpBalance;
-
 /* Listens to d's domains and, unless [rebalance] mode=off, starts sampling. */
 vpBalance *vpBalanceNew(vpDaemon *d);
 void vpBalanceFree(vpBalance *b);

@@ -864,3 +864,9 @@ vpDaemonLibvirt(const vpDaemon *d)
 {
     return vpVirConnGet(d->vc);
 }
+
+vpBalance *
+vpDaemonBalance(vpDaemon *d)
+{
+    return d->balance;
+}

@@ -12,6 +12,7 @@
 #include <libvirt/libvirt.h>
 
 typedef struct _vpDaemon vpDaemon;
+typedef struct _vpBalance vpBalance;
 
 /* What a domain's placement became: live (plan set: pinned by vcpuplace, found pinned as
  * planned after a restart, adopted, or its own <cputune> respected) or released (plan and
@@ -50,3 +51,5 @@ gboolean vpDaemonConnected(const vpDaemon *d);
  * to read what the daemon placed; the integration tier drives the test driver through
  * it, whose state is private to each connection. */
 virConnectPtr vpDaemonLibvirt(const vpDaemon *d);
+/* The rebalancing loop (daemon/balance.h); borrowed. */
+vpBalance *vpDaemonBalance(vpDaemon *d);
