@@ -42,6 +42,47 @@ printPolicy(JsonObject *dom)
            str(p, "unmet", "?"));
 }
 
+static JsonObject *
+object(JsonObject *o, const char *member)
+{
+    JsonNode *n = json_object_get_member(o, member);
+    return n && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
+}
+
+/* Per thread: the cookie it should carry (its set, and the id once it exists) and the one
+ * it carries, as the daemon's last pass read them. */
+static void
+printCookies(JsonObject *dom)
+{
+    JsonObject *cs = object(dom, "coresched");
+    if (!cs)
+        return;
+    const char *reason = str(cs, "reason", NULL);
+    printf("  cookies: %s, coresched=%s, set %s on %s threads%s%s%s\n", str(cs, "state", "?"),
+           str(cs, "policy", "?"), str(cs, "set", "-"), str(cs, "scope", "?"),
+           str(cs, "cookie", NULL) ? ", cookie " : "", str(cs, "cookie", ""),
+           json_object_get_boolean_member_with_default(cs, "kept", FALSE) ? " (kept)" : "");
+    if (reason)
+        printf("  cookies: %s\n", reason);
+    JsonNode *tn = json_object_get_member(cs, "threads");
+    JsonArray *a = tn && JSON_NODE_HOLDS_ARRAY(tn) ? json_node_get_array(tn) : NULL;
+    if (!a || json_array_get_length(a) == 0)
+        return;
+    printf("  %-8s %-16s %-22s %-12s %s\n", "TID", "thread", "expected", "actual", "state");
+    for (guint i = 0; i < json_array_get_length(a); i++) {
+        JsonNode *en = json_array_get_element(a, i);
+        if (!JSON_NODE_HOLDS_OBJECT(en))
+            continue;
+        JsonObject *t = json_node_get_object(en);
+        g_autofree char *tid = num(t, "tid");
+        g_autofree char *expected = g_strdup_printf(
+            "%s%s%s%s", str(t, "expected", "-"), str(t, "expected_id", NULL) ? " (" : "",
+            str(t, "expected_id", ""), str(t, "expected_id", NULL) ? ")" : "");
+        printf("  %-8s %-16s %-22s %-12s %s\n", tid, str(t, "name", "?"), expected,
+               str(t, "actual", "-"), str(t, "state", "?"));
+    }
+}
+
 static void
 printDomain(JsonObject *dom)
 {
@@ -77,6 +118,7 @@ printDomain(JsonObject *dom)
     }
     printf("  emulator: %s  reserved idle: %s\n", str(dom, "emulator", "-"),
            str(dom, "reserved", "-"));
+    printCookies(dom);
     if (degraded)
         printf("  degraded: %s\n", str(dom, "degraded_reason", "?"));
     const char *error = str(dom, "error", NULL);
@@ -122,6 +164,18 @@ vpCmdStatus(int argc, char **argv)
            json_object_get_boolean_member_with_default(o, "connected", FALSE) ? "connected"
                                                                               : "DISCONNECTED",
            str(o, "topology", "?"));
+    JsonObject *cs = object(o, "coresched");
+    if (cs)
+        printf("core scheduling: kernel %s%s%s; libvirt sched_core=%s (%s)\n",
+               str(cs, "kernel", "?"), str(cs, "kernel_reason", NULL) ? ": " : "",
+               str(cs, "kernel_reason", ""), str(cs, "libvirt_sched_core", "?"),
+               str(cs, "qemu_conf", "?"));
+    JsonObject *hp = object(o, "hotplug");
+    if (hp) {
+        g_autofree char *poll = num(hp, "poll_ms");
+        printf("vCPU hotplug: QEMU events %s; vCPU counts re-read every %s ms\n",
+               str(hp, "qemu_events", "-"), poll);
+    }
     JsonNode *dn = json_object_get_member(o, "domains");
     JsonArray *doms = dn && JSON_NODE_HOLDS_ARRAY(dn) ? json_node_get_array(dn) : NULL;
     if (!doms || json_array_get_length(doms) == 0)

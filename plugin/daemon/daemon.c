@@ -8,6 +8,8 @@
  */
 #include "daemon/daemon.h"
 #include "daemon/balance.h"
+#include "daemon/cookies.h"
+#include "daemon/hotplug.h"
 #include "daemon/proto.h"
 #include "daemon/server.h"
 #include "host/hwtopo.h"
@@ -51,6 +53,8 @@ struct _vpDaemon {
     guint save_id;
     GArray *listeners;
     vpBalance *balance;
+    vpCookies *cookies;
+    vpHotplug *hotplug;
 };
 
 static void kick(vpDaemon *d);
@@ -403,6 +407,7 @@ onConnected(vpVirConn *vc, gpointer data)
     vpDaemon *d = data;
     d->full_sync = TRUE;
     kick(d);
+    vpHotplugConnected(d->hotplug, vpVirConnGet(vc));
 }
 
 static void
@@ -413,6 +418,7 @@ onDisconnected(vpVirConn *vc, const char *reason, gpointer data)
         g_source_remove(d->work_id);
         d->work_id = 0;
     }
+    vpHotplugConnected(d->hotplug, NULL);
 }
 
 static void
@@ -591,6 +597,8 @@ opStatus(vpDaemon *d, JsonObject *req, GError **error)
     json_object_set_string_member(o, "topology", vpTopologyGetSource(vpManagerTopology(d->mgr)));
     JsonNode *doms = vpManagerStatusJson(d->mgr, name);
     addThreads(d, json_node_get_array(doms));
+    vpCookiesAddStatus(d->cookies, o, json_node_get_array(doms));
+    json_object_set_member(o, "hotplug", vpHotplugSummaryJson(d->hotplug));
     json_object_set_member(o, "domains", doms);
     return reply;
 }
@@ -715,6 +723,8 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     vpVirInit();
     d->vc = vpVirConnNew(d->cfg->uri, &cb, d);
     d->balance = vpBalanceNew(d);
+    d->cookies = vpCookiesNew(d);
+    d->hotplug = vpHotplugNew(d, d->cookies);
     return d;
 }
 
@@ -730,6 +740,9 @@ vpDaemonFree(vpDaemon *d)
     if (!d)
         return;
     vpBalanceFree(d->balance);
+    /* Before the connection: the hotplug watcher deregisters its QEMU events on it. */
+    vpHotplugFree(d->hotplug);
+    vpCookiesFree(d->cookies);
     /* The server first: its connections may hold after-work pointing at d. */
     vpServerFree(d->srv);
     vpVirConnFree(d->vc);
@@ -828,6 +841,12 @@ vpDaemonPin(vpDaemon *d, const char *name, const vpPlan *plan, GError **error)
 }
 
 void
+vpDaemonResync(vpDaemon *d, const char *name)
+{
+    queueSync(d, name, VP_SYNC_LATE);
+}
+
+void
 vpDaemonOnDomain(vpDaemon *d, vpDaemonDomainFunc func, gpointer data)
 {
     vpListener l = {func, data};
@@ -850,6 +869,7 @@ gboolean
 vpDaemonBusy(const vpDaemon *d)
 {
     return d->work_id || d->save_id || g_hash_table_size(d->timers) || d->full_sync ||
+           vpCookiesBusy(d->cookies) ||
            g_hash_table_size(d->pending);
 }
 

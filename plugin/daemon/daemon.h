@@ -31,6 +31,8 @@ void vpDaemonStart(vpDaemon *d);
 gboolean vpDaemonFlush(vpDaemon *d, GError **error);
 
 void vpDaemonOnDomain(vpDaemon *d, vpDaemonDomainFunc func, gpointer data);
+/* Reconciles the domain with libvirt soon (its plan changed: pins are applied again). */
+void vpDaemonResync(vpDaemon *d, const char *name);
 
 /* SIGHUP: reads the configuration file again. host_cpus, housekeeping_cpus, domains, the
  * policy defaults and [rebalance] take effect; uri, socket, state and topology need a

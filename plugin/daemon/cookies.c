@@ -1,0 +1,715 @@
+/*
+ * The daemon's cookie passes: observe, decide (core/cookieplan.h), act, observe again.
+ *
+ * A pass covers every running domain at once, because a trust group's cookie and the rule
+ * "no two untrusted VMs share a cookie" are about several domains together. Threads are
+ * found the way libvirt starts QEMU (libvirt/threads.h: pidfile, thread names), so a driver
+ * without QEMU processes (the test driver) has no threads to cookie. Cookie ids read 0
+ * until the kernel's random pool is ready: such domains are "pending" and the pass is
+ * retried a bounded number of times; failures too.
+ */
+#include "daemon/cookies.h"
+#include "core/cookieplan.h"
+#include "host/coresched.h"
+#include "libvirt/domxml.h"
+#include "libvirt/threads.h"
+
+#include <libvirt/virterror.h>
+#include <string.h>
+
+#define VP_COOKIE_PENDING_RETRY_MS 500
+#define VP_COOKIE_PENDING_TRIES 20
+#define VP_COOKIE_FAILED_RETRY_MS 1000
+#define VP_COOKIE_FAILED_TRIES 3
+
+typedef struct {
+    pid_t tid;
+    char *comm;
+    int vcpu;       /* -1: not a vCPU thread */
+    gboolean known; /* actual was read */
+    uint64_t actual;
+} vpThread;
+
+/* One domain as the last pass saw it. */
+typedef struct {
+    char *name;
+    vpCoresched coresched;
+    char *group;
+    gboolean emulator_own;
+    pid_t pid;       /* 0: no QEMU process found */
+    GArray *threads; /* vpThread, vCPU threads first */
+    vpCookieSeen seen;
+    char *set;
+    vpCookieScope scope;
+    vpCookieState state;
+    uint64_t cookie;
+    gboolean kept;
+    char *error;  /* what failed: observing, acting, or the check afterwards */
+    char *logged; /* the last outcome logged, so that a steady state is logged once */
+} vpDomCookies;
+
+struct _vpCookies {
+    vpDaemon *d;
+    vpCoreschedStatus kernel;
+    char *kernel_reason;
+    vpSchedCore libvirt;
+    char *qemu_conf_error; /* last qemu.conf problem logged */
+    GHashTable *doms;      /* name -> vpDomCookies */
+    guint idle_id;
+    guint retry_id;
+    guint pending_tries;
+    guint failed_tries;
+};
+
+static void
+threadClear(gpointer data)
+{
+    g_free(((vpThread *)data)->comm);
+}
+
+static void
+domFree(gpointer data)
+{
+    vpDomCookies *dc = data;
+    g_free(dc->name);
+    g_free(dc->group);
+    if (dc->threads)
+        g_array_free(dc->threads, TRUE);
+    g_free(dc->set);
+    g_free(dc->error);
+    g_free(dc->logged);
+    g_free(dc);
+}
+
+static void logDomain(GLogLevelFlags level, const char *name, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+
+static void
+logDomain(GLogLevelFlags level, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_log_structured(G_LOG_DOMAIN, level, "VCPUPLACE_DOMAIN", name, "MESSAGE", "domain %s: %s",
+                     name, msg);
+}
+
+static char *
+hexId(uint64_t id)
+{
+    return g_strdup_printf("%#" G_GINT64_MODIFIER "x", (guint64)id);
+}
+
+/* ---- observing ------------------------------------------------------------------------ */
+
+static void
+readQemuConf(vpCookies *c)
+{
+    const char *path = vpDaemonConfig(c->d)->qemu_conf;
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    g_autoptr(GError) err = NULL;
+    vpSchedCore mode = VP_SCHED_CORE_NONE;
+
+    if (!g_file_get_contents(path, &text, &len, &err)) {
+        if (g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
+            /* no file: libvirt runs on its defaults, sched_core none */
+            c->libvirt = VP_SCHED_CORE_NONE;
+            g_clear_pointer(&c->qemu_conf_error, g_free);
+            return;
+        }
+        mode = VP_SCHED_CORE_UNKNOWN;
+    } else if (!vpSchedCoreParse(text, len, path, &mode, &err)) {
+        mode = VP_SCHED_CORE_UNKNOWN;
+    }
+    c->libvirt = mode;
+    if (mode != VP_SCHED_CORE_UNKNOWN) {
+        g_clear_pointer(&c->qemu_conf_error, g_free);
+        return;
+    }
+    if (g_strcmp0(c->qemu_conf_error, err->message) != 0)
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                         "libvirt's sched_core unknown (%s): going by the cookies QEMU threads "
+                         "carry",
+                         err->message);
+    g_free(c->qemu_conf_error);
+    c->qemu_conf_error = g_strdup(err->message);
+}
+
+/* The domain's policy: from its plan, or, for a running domain vcpuplace could not place,
+ * from its XML. */
+static gboolean
+domPolicy(vpCookies *c, const char *name, vpDomCookies *dc)
+{
+    const vpPlan *plan = vpManagerPlan(vpDaemonManager(c->d), name);
+    virConnectPtr conn = vpDaemonLibvirt(c->d);
+
+    if (plan) {
+        g_autoptr(vpBitmap) held = vpPlanHeld(plan);
+        dc->coresched = plan->policy.coresched;
+        dc->group = g_strdup(plan->policy.group);
+        dc->emulator_own =
+            !hwloc_bitmap_iszero(plan->emulator) && hwloc_bitmap_isincluded(plan->emulator, held);
+        return TRUE;
+    }
+    if (!conn)
+        return FALSE;
+    virDomainPtr dom = virDomainLookupByName(conn, name);
+    g_autofree char *xml = dom ? virDomainGetXMLDesc(dom, 0) : NULL;
+    if (dom)
+        virDomainFree(dom);
+    if (!xml)
+        return FALSE;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req =
+        vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(vpDaemonManager(c->d)), &err);
+    if (!req)
+        return FALSE;
+    dc->coresched = req->policy.coresched;
+    dc->group = g_strdup(req->policy.group);
+    return TRUE;
+}
+
+static char *
+threadComm(pid_t pid, pid_t tid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    char *comm = NULL;
+    if (!g_file_get_contents(path, &comm, NULL, NULL))
+        return NULL;
+    return g_strchomp(comm);
+}
+
+/* Every thread of the QEMU process: vCPU threads first (by vCPU), then the others. */
+static void
+findThreads(vpCookies *c, vpDomCookies *dc)
+{
+    const char *rundir = vpVcpuThreadsRunDir(vpDaemonConfig(c->d)->uri);
+    g_autoptr(vpVcpuThreads) t = vpVcpuThreadsFind(rundir, "/proc", dc->name, NULL);
+
+    dc->threads = g_array_new(FALSE, TRUE, sizeof(vpThread));
+    g_array_set_clear_func(dc->threads, threadClear);
+    if (!t)
+        return;
+    dc->pid = t->pid;
+    for (unsigned v = 0; v < t->nvcpus; v++) {
+        if (!t->tids[v])
+            continue;
+        vpThread th = {.tid = t->tids[v], .comm = threadComm(t->pid, t->tids[v]), .vcpu = (int)v};
+        g_array_append_val(dc->threads, th);
+    }
+    g_autofree char *taskdir = g_strdup_printf("/proc/%d/task", (int)t->pid);
+    g_autoptr(GDir) dir = g_dir_open(taskdir, 0, NULL);
+    const char *entry;
+    while (dir && (entry = g_dir_read_name(dir))) {
+        guint64 tid;
+        gboolean vcpu = FALSE;
+        if (!g_ascii_string_to_unsigned(entry, 10, 1, G_MAXINT32, &tid, NULL))
+            continue;
+        for (unsigned v = 0; v < t->nvcpus; v++)
+            vcpu |= t->tids[v] == (pid_t)tid;
+        if (vcpu)
+            continue;
+        vpThread th = {.tid = (pid_t)tid, .comm = threadComm(t->pid, (pid_t)tid), .vcpu = -1};
+        g_array_append_val(dc->threads, th);
+    }
+}
+
+static void
+summarize(const vpDomCookies *dc, gboolean vcpus, uint64_t *id, bool *all)
+{
+    gboolean any = FALSE;
+    *id = 0;
+    *all = TRUE;
+    for (guint i = 0; i < dc->threads->len; i++) {
+        const vpThread *th = &g_array_index(dc->threads, vpThread, i);
+        if ((th->vcpu >= 0) != vcpus)
+            continue;
+        any = TRUE;
+        if (!th->actual)
+            *all = FALSE;
+        else if (*id && *id != th->actual)
+            *id = VP_COOKIE_MIXED;
+        else if (!*id)
+            *id = th->actual;
+    }
+    if (!any || !*id)
+        *all = FALSE;
+}
+
+/* Reads each thread's cookie. Threads that exited meanwhile are dropped. */
+static void
+observe(vpCookies *c, vpDomCookies *dc)
+{
+    gboolean zero = FALSE;
+    g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+
+    g_clear_pointer(&dc->error, g_free);
+    dc->seen = VP_COOKIE_NO_THREADS;
+    if (c->kernel != VP_CORESCHED_OK)
+        return;
+    for (guint i = 0; i < dc->threads->len;) {
+        vpThread *th = &g_array_index(dc->threads, vpThread, i);
+        g_autoptr(GError) err = NULL;
+        uint64_t value = 0;
+        vpCoreschedStatus st = vpCoreschedGet(th->tid, &value, &err);
+        if (st == VP_CORESCHED_GONE) {
+            g_array_remove_index(dc->threads, i);
+            continue;
+        }
+        if (st != VP_CORESCHED_OK) {
+            dc->error = g_strdup(err->message);
+            return;
+        }
+        th->known = TRUE;
+        th->actual = value;
+        zero |= value == 0;
+        g_array_append_val(tids, th->tid);
+        i++;
+    }
+    gboolean vcpus = FALSE;
+    for (guint i = 0; i < dc->threads->len; i++)
+        vcpus |= g_array_index(dc->threads, vpThread, i).vcpu >= 0;
+    if (!vcpus)
+        return;
+    dc->seen = VP_COOKIE_SEEN;
+    /* A 0 may be "no cookie" or "ids not readable yet": the kernel's answer tells. */
+    if (zero && vpCoreschedVerify((const pid_t *)tids->data, tids->len, 0, NULL, NULL) ==
+                    VP_CORESCHED_PENDING)
+        dc->seen = VP_COOKIE_PENDING;
+}
+
+/* ---- acting ----------------------------------------------------------------------------- */
+
+static void
+vcpuTids(const vpDomCookies *dc, GArray *out)
+{
+    for (guint i = 0; i < dc->threads->len; i++) {
+        const vpThread *th = &g_array_index(dc->threads, vpThread, i);
+        if (th->vcpu >= 0)
+            g_array_append_val(out, th->tid);
+    }
+}
+
+/* A vCPU thread of from that carries cookie (any vCPU thread when 0: from just got a fresh
+ * one on all of them). */
+static pid_t
+sourceThread(const vpDomCookies *from, uint64_t cookie)
+{
+    g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    vcpuTids(from, tids);
+    for (guint i = 0; i < tids->len; i++) {
+        pid_t tid = g_array_index(tids, pid_t, i);
+        uint64_t value = 0;
+        if (!cookie || (vpCoreschedGet(tid, &value, NULL) == VP_CORESCHED_OK && value == cookie))
+            return tid;
+    }
+    return 0;
+}
+
+static gboolean
+act(vpCookies *c, const vpCookieAction *a, GError **error)
+{
+    vpDomCookies *dc = g_hash_table_lookup(c->doms, a->domain);
+    g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    vcpuTids(dc, tids);
+    if (!tids->len) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "no vCPU thread found");
+        return FALSE;
+    }
+    pid_t src;
+    guint first = 0;
+    if (a->op == VP_COOKIE_CREATE) {
+        if (a->scope == VP_COOKIE_SCOPE_PROCESS)
+            return vpCoreschedCreate(dc->pid, VP_CORESCHED_SCOPE_THREAD_GROUP, error) ==
+                   VP_CORESCHED_OK;
+        src = g_array_index(tids, pid_t, 0);
+        if (vpCoreschedCreate(src, VP_CORESCHED_SCOPE_THREAD, error) != VP_CORESCHED_OK)
+            return FALSE;
+        first = 1;
+    } else {
+        const vpDomCookies *from = g_hash_table_lookup(c->doms, a->from);
+        src = from ? sourceThread(from, a->cookie) : 0;
+        if (!src) {
+            g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
+                        "no vCPU thread of %s carries the cookie to share", a->from);
+            return FALSE;
+        }
+        if (a->scope == VP_COOKIE_SCOPE_PROCESS)
+            return vpCoreschedShare(src, dc->pid, VP_CORESCHED_SCOPE_THREAD_GROUP, error) ==
+                   VP_CORESCHED_OK;
+    }
+    for (guint i = first; i < tids->len; i++) {
+        pid_t tid = g_array_index(tids, pid_t, i);
+        if (tid != src &&
+            vpCoreschedShare(src, tid, VP_CORESCHED_SCOPE_THREAD, error) != VP_CORESCHED_OK)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* ---- a pass ------------------------------------------------------------------------------ */
+
+static void
+decideAll(vpCookies *c, GPtrArray *names, vpCookiePlan **out)
+{
+    g_autofree vpCookieDomain *in = g_new0(vpCookieDomain, MAX(names->len, 1));
+    for (guint i = 0; i < names->len; i++) {
+        vpDomCookies *dc = g_hash_table_lookup(c->doms, names->pdata[i]);
+        vpCookieDomain *d = &in[i];
+        d->name = dc->name;
+        d->coresched = dc->coresched;
+        d->group = dc->group;
+        d->emulator_own = dc->emulator_own;
+        d->seen = dc->seen;
+        summarize(dc, TRUE, &d->vcpus, &d->vcpus_all);
+        summarize(dc, FALSE, &d->others, &d->others_all);
+    }
+    vpCookieEnv env = {c->kernel == VP_CORESCHED_OK, c->libvirt};
+    *out = vpCookiePlanDecide(in, names->len, &env);
+}
+
+static void
+record(vpCookies *c, GPtrArray *names, const vpCookiePlan *plan)
+{
+    for (guint i = 0; i < names->len; i++) {
+        vpDomCookies *dc = g_hash_table_lookup(c->doms, names->pdata[i]);
+        const vpCookieExpect *e = &g_array_index(plan->expect, vpCookieExpect, i);
+        g_free(dc->set);
+        dc->set = g_strdup(e->set);
+        dc->scope = e->scope;
+        dc->state = e->state;
+        dc->cookie = e->cookie;
+        dc->kept = e->kept;
+    }
+}
+
+static const char *
+outcome(const vpDomCookies *dc)
+{
+    return dc->error ? "failed" : vpCookieStateName(dc->state);
+}
+
+static void
+logOutcome(vpCookies *c, vpDomCookies *dc)
+{
+    g_autofree char *id = hexId(dc->cookie);
+    g_autofree char *line = NULL;
+    GLogLevelFlags level = G_LOG_LEVEL_INFO;
+
+    if (c->kernel != VP_CORESCHED_OK)
+        return; /* said once, at start */
+    if (dc->error) {
+        line = g_strdup_printf("cookie %s on its %s threads failed: %s", dc->set ? dc->set : "-",
+                               vpCookieScopeName(dc->scope), dc->error);
+        level = G_LOG_LEVEL_WARNING;
+    } else if (dc->state == VP_COOKIE_STATE_OK && dc->set) {
+        line = g_strdup_printf("cookie %s (%s) on its %s threads", id, dc->set,
+                               vpCookieScopeName(dc->scope));
+    } else if (dc->state == VP_COOKIE_STATE_PENDING) {
+        line = g_strdup("cookie ids read 0: the kernel's random pool is not ready; retrying");
+    } else {
+        return;
+    }
+    if (g_strcmp0(dc->logged, line) == 0)
+        return;
+    logDomain(level, dc->name, "%s", line);
+    g_free(dc->logged);
+    dc->logged = g_steal_pointer(&line);
+}
+
+static gboolean retryTimeout(gpointer data);
+
+static void
+scheduleRetry(vpCookies *c, guint delay_ms)
+{
+    if (!c->retry_id)
+        c->retry_id = g_timeout_add(delay_ms, retryTimeout, c);
+}
+
+/* The running domains of the manager, sorted; the map keeps only them. */
+static GPtrArray *
+collect(vpCookies *c)
+{
+    vpManager *mgr = vpDaemonManager(c->d);
+    g_autoptr(GPtrArray) all = vpManagerNames(mgr);
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GHashTable) keep = g_hash_table_new(g_str_hash, g_str_equal);
+
+    for (guint i = 0; i < all->len; i++) {
+        const char *name = all->pdata[i];
+        const vpDomRecord *rec = vpManagerRecord(mgr, name);
+        if (rec->state == VP_DOM_RESERVED)
+            continue; /* QEMU is not there yet */
+        vpDomCookies *dc = g_new0(vpDomCookies, 1);
+        dc->name = g_strdup(name);
+        if (!domPolicy(c, name, dc)) {
+            domFree(dc);
+            continue;
+        }
+        vpDomCookies *old = g_hash_table_lookup(c->doms, name);
+        if (old)
+            dc->logged = g_steal_pointer(&old->logged);
+        findThreads(c, dc);
+        g_hash_table_replace(c->doms, dc->name, dc);
+        g_hash_table_add(keep, dc->name);
+        g_ptr_array_add(names, g_strdup(name));
+    }
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, c->doms);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        if (!g_hash_table_contains(keep, key))
+            g_hash_table_iter_remove(&it);
+    }
+    return names;
+}
+
+static void
+pass(vpCookies *c)
+{
+    g_autoptr(GPtrArray) names = NULL;
+    g_autoptr(vpCookiePlan) plan = NULL;
+    gboolean pending = FALSE, failed = FALSE;
+
+    readQemuConf(c);
+    names = collect(c);
+    for (guint i = 0; i < names->len; i++)
+        observe(c, g_hash_table_lookup(c->doms, names->pdata[i]));
+    decideAll(c, names, &plan);
+
+    if (plan->actions->len) {
+        for (guint i = 0; i < plan->actions->len; i++) {
+            const vpCookieAction *a = &g_array_index(plan->actions, vpCookieAction, i);
+            g_autoptr(GError) err = NULL;
+            if (!act(c, a, &err)) {
+                vpDomCookies *dc = g_hash_table_lookup(c->doms, a->domain);
+                g_free(dc->error);
+                dc->error = g_strdup(err->message);
+            }
+        }
+        /* What was done is read back: the record is what the kernel says now. */
+        g_autoptr(GHashTable) errors = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+        for (guint i = 0; i < names->len; i++) {
+            vpDomCookies *dc = g_hash_table_lookup(c->doms, names->pdata[i]);
+            if (dc->error)
+                g_hash_table_insert(errors, dc->name, g_steal_pointer(&dc->error));
+            observe(c, dc);
+        }
+        g_clear_pointer(&plan, vpCookiePlanFree);
+        decideAll(c, names, &plan);
+        for (guint i = 0; i < names->len; i++) {
+            vpDomCookies *dc = g_hash_table_lookup(c->doms, names->pdata[i]);
+            const vpCookieExpect *e = &g_array_index(plan->expect, vpCookieExpect, i);
+            char *why = g_hash_table_lookup(errors, dc->name);
+            if (e->state != VP_COOKIE_STATE_APPLY || dc->error)
+                continue;
+            dc->error =
+                why ? g_strdup(why) : g_strdup("the threads' cookies still differ after applying");
+        }
+    }
+    record(c, names, plan);
+    for (guint i = 0; i < names->len; i++) {
+        vpDomCookies *dc = g_hash_table_lookup(c->doms, names->pdata[i]);
+        pending |= dc->state == VP_COOKIE_STATE_PENDING;
+        failed |= dc->error != NULL;
+        logOutcome(c, dc);
+    }
+
+    if (pending && c->pending_tries < VP_COOKIE_PENDING_TRIES) {
+        c->pending_tries++;
+        scheduleRetry(c, VP_COOKIE_PENDING_RETRY_MS);
+    } else if (failed && c->failed_tries < VP_COOKIE_FAILED_TRIES) {
+        c->failed_tries++;
+        scheduleRetry(c, VP_COOKIE_FAILED_RETRY_MS);
+    }
+    if (!pending)
+        c->pending_tries = 0;
+    if (!failed)
+        c->failed_tries = 0;
+}
+
+static gboolean
+passIdle(gpointer data)
+{
+    vpCookies *c = data;
+    c->idle_id = 0;
+    pass(c);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean
+retryTimeout(gpointer data)
+{
+    vpCookies *c = data;
+    c->retry_id = 0;
+    pass(c);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vpCookiesKick(vpCookies *c)
+{
+    c->pending_tries = 0;
+    c->failed_tries = 0;
+    if (!c->idle_id)
+        c->idle_id = g_idle_add(passIdle, c);
+}
+
+gboolean
+vpCookiesBusy(const vpCookies *c)
+{
+    return c->idle_id || c->retry_id;
+}
+
+static void
+onDomain(vpDaemon *d, const char *name, virDomainPtr dom, const vpPlan *plan, gpointer data)
+{
+    vpCookiesKick(data);
+}
+
+vpCookies *
+vpCookiesNew(vpDaemon *d)
+{
+    vpCookies *c = g_new0(vpCookies, 1);
+    g_autoptr(GError) err = NULL;
+
+    c->d = d;
+    c->doms = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, domFree);
+    c->kernel = vpCoreschedProbe(&err);
+    if (c->kernel != VP_CORESCHED_OK) {
+        c->kernel_reason = g_strdup(err->message);
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                         "core scheduling is not available, so no VM gets a cookie: %s. vCPUs "
+                         "are placed and pinned as usual; `vcpuplace status` shows each "
+                         "thread's cookie as '%s'",
+                         err->message, vpCoreschedStatusName(c->kernel));
+    }
+    vpDaemonOnDomain(d, onDomain, c);
+    return c;
+}
+
+void
+vpCookiesFree(vpCookies *c)
+{
+    if (!c)
+        return;
+    if (c->idle_id)
+        g_source_remove(c->idle_id);
+    if (c->retry_id)
+        g_source_remove(c->retry_id);
+    g_hash_table_destroy(c->doms);
+    g_free(c->kernel_reason);
+    g_free(c->qemu_conf_error);
+    g_free(c);
+}
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+static void
+setStr(JsonObject *o, const char *member, const char *value)
+{
+    if (value)
+        json_object_set_string_member(o, member, value);
+    else
+        json_object_set_null_member(o, member);
+}
+
+JsonNode *
+vpCookiesSummaryJson(const vpCookies *c)
+{
+    JsonObject *o = json_object_new();
+    json_object_set_string_member(o, "kernel", vpCoreschedStatusName(c->kernel));
+    setStr(o, "kernel_reason", c->kernel_reason);
+    json_object_set_string_member(o, "qemu_conf", vpDaemonConfig(c->d)->qemu_conf);
+    json_object_set_string_member(o, "libvirt_sched_core", vpSchedCoreName(c->libvirt));
+    setStr(o, "qemu_conf_error", c->qemu_conf_error);
+    return json_node_init_object(json_node_alloc(), o);
+}
+
+/* Per thread: what it should carry and what it does. Threads outside the scope, and every
+ * thread of a domain that wants no cookie, are vcpuplace's to leave alone. */
+static JsonNode *
+threadJson(const vpCookies *c, const vpDomCookies *dc, const vpThread *th)
+{
+    JsonObject *o = json_object_new();
+    gboolean in_scope = dc->set && (th->vcpu >= 0 || dc->scope == VP_COOKIE_SCOPE_PROCESS);
+    const char *state;
+
+    json_object_set_int_member(o, "tid", th->tid);
+    setStr(o, "name", th->comm);
+    if (th->vcpu >= 0)
+        json_object_set_int_member(o, "vcpu", th->vcpu);
+    else
+        json_object_set_null_member(o, "vcpu");
+    setStr(o, "expected", in_scope ? dc->set : NULL);
+    if (in_scope && dc->cookie) {
+        g_autofree char *id = hexId(dc->cookie);
+        json_object_set_string_member(o, "expected_id", id);
+    } else {
+        json_object_set_null_member(o, "expected_id");
+    }
+    if (th->known) {
+        g_autofree char *id = hexId(th->actual);
+        json_object_set_string_member(o, "actual", id);
+    } else {
+        json_object_set_null_member(o, "actual");
+    }
+    if (c->kernel != VP_CORESCHED_OK)
+        state = vpCoreschedStatusName(c->kernel);
+    else if (!in_scope)
+        state = "untouched";
+    else if (dc->state == VP_COOKIE_STATE_PENDING || !th->known)
+        state = "pending";
+    else if (dc->cookie && th->actual == dc->cookie)
+        state = "ok";
+    else
+        state = "mismatch";
+    json_object_set_string_member(o, "state", state);
+    return json_node_init_object(json_node_alloc(), o);
+}
+
+JsonNode *
+vpCookiesDomainJson(const vpCookies *c, const char *name)
+{
+    const vpDomCookies *dc = g_hash_table_lookup(c->doms, name);
+    if (!dc)
+        return NULL;
+    JsonObject *o = json_object_new();
+    const char *state = c->kernel != VP_CORESCHED_OK ? vpCoreschedStatusName(c->kernel)
+                        : !dc->set && dc->state == VP_COOKIE_STATE_OK ? "none"
+                                                                      : outcome(dc);
+    json_object_set_string_member(o, "state", state);
+    setStr(o, "reason", c->kernel != VP_CORESCHED_OK ? c->kernel_reason : dc->error);
+    json_object_set_string_member(o, "policy", vpCoreschedName(dc->coresched));
+    setStr(o, "set", dc->set);
+    json_object_set_string_member(o, "scope", vpCookieScopeName(dc->scope));
+    if (dc->cookie) {
+        g_autofree char *id = hexId(dc->cookie);
+        json_object_set_string_member(o, "cookie", id);
+    } else {
+        json_object_set_null_member(o, "cookie");
+    }
+    json_object_set_boolean_member(o, "kept", dc->kept);
+    JsonArray *threads = json_array_new();
+    for (guint i = 0; i < dc->threads->len; i++)
+        json_array_add_element(threads,
+                               threadJson(c, dc, &g_array_index(dc->threads, vpThread, i)));
+    json_object_set_array_member(o, "threads", threads);
+    return json_node_init_object(json_node_alloc(), o);
+}
+
+void
+vpCookiesAddStatus(const vpCookies *c, JsonObject *reply, JsonArray *domains)
+{
+    json_object_set_member(reply, "coresched", vpCookiesSummaryJson(c));
+    for (guint i = 0; i < json_array_get_length(domains); i++) {
+        JsonObject *dom = json_array_get_object_element(domains, i);
+        JsonNode *node = vpCookiesDomainJson(c, json_object_get_string_member(dom, "name"));
+        if (node)
+            json_object_set_member(dom, "coresched", node);
+        else
+            json_object_set_null_member(dom, "coresched");
+    }
+}

@@ -1,0 +1,186 @@
+/*
+ * Hotplug watcher. libvirt updates its own view of a domain's vCPUs only when its setvcpus
+ * job ends, while QEMU's event arrives during that job: the count an event implies is
+ * therefore remembered until libvirt's count has caught up, so that a re-read in between
+ * does not undo it. Pinning goes through the daemon's usual sync (virDomainPinVcpuFlags
+ * waits for libvirt's job, so the pin lands after libvirt's own reset of the new thread).
+ */
+#include "daemon/hotplug.h"
+#include "libvirt/qemuevents.h"
+
+#include <libvirt/virterror.h>
+
+struct _vpHotplug {
+    vpDaemon *d;
+    vpCookies *cookies;
+    vpQemuEvents *events;
+    char *events_state; /* "listening", or why not */
+    guint poll_id;
+    guint poll_ms;
+    GHashTable *counts;    /* name -> last vCPU count read from libvirt */
+    GHashTable *announced; /* name -> vCPU count QEMU's events imply, until libvirt agrees */
+};
+
+static void
+resize(vpHotplug *h, const char *name, unsigned nvcpus, const char *why)
+{
+    vpManager *mgr = vpDaemonManager(h->d);
+    const vpPlan *plan = vpManagerPlan(mgr, name);
+    g_autoptr(GError) err = NULL;
+
+    if (!plan || plan->how == VP_HOW_PINNED || plan->nvcpus == nvcpus ||
+        !vpLedgerLookup(vpManagerLedger(mgr), name))
+        return;
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
+                     "domain %s: %u vCPUs now (%s), %u planned", name, nvcpus, why, plan->nvcpus);
+    if (!vpManagerResize(mgr, name, nvcpus, &err)) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_DOMAIN", name, "MESSAGE",
+                         "domain %s: cannot place its new vCPUs: %s", name, err->message);
+        return;
+    }
+    vpDaemonResync(h->d, name);
+    vpCookiesKick(h->cookies);
+}
+
+static void
+onVcpuThread(virDomainPtr dom, const vpVcpuThreadEvent *ev, gpointer data)
+{
+    vpHotplug *h = data;
+    const char *name = virDomainGetName(dom);
+    const vpPlan *plan;
+    unsigned want;
+
+    if (!vpConfigManages(vpDaemonConfig(h->d), name))
+        return;
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
+                     "domain %s: QEMU created vCPU %d (%s), thread %d", name, ev->vcpu,
+                     ev->qom_path, (int)ev->thread_id);
+    plan = vpManagerPlan(vpDaemonManager(h->d), name);
+    want = MAX(plan ? plan->nvcpus : 0, (unsigned)ev->vcpu + 1);
+    g_hash_table_insert(h->announced, g_strdup(name), GUINT_TO_POINTER(want));
+    /* also for domains whose pins are their own: the new thread needs its cookie */
+    vpCookiesKick(h->cookies);
+    resize(h, name, want, "QEMU's " VP_QEMU_VCPU_EVENT);
+}
+
+/* Re-reads the vCPU count of every running managed domain (libvirt's definition: no job,
+ * no monitor command). */
+static gboolean
+pollTick(gpointer data)
+{
+    vpHotplug *h = data;
+    virConnectPtr conn = vpDaemonLibvirt(h->d);
+    vpManager *mgr = vpDaemonManager(h->d);
+    virDomainPtr *doms = NULL;
+    int n;
+
+    if (vpDaemonConfig(h->d)->vcpu_poll_ms != h->poll_ms) {
+        /* a reload changed the period */
+        h->poll_ms = vpDaemonConfig(h->d)->vcpu_poll_ms;
+        h->poll_id = h->poll_ms ? g_timeout_add(h->poll_ms, pollTick, h) : 0;
+        return G_SOURCE_REMOVE;
+    }
+    if (!conn || (n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE)) < 0)
+        return G_SOURCE_CONTINUE;
+    for (int i = 0; i < n; i++) {
+        const char *name = virDomainGetName(doms[i]);
+        const vpDomRecord *rec = vpManagerRecord(mgr, name);
+        int count;
+
+        if (rec && rec->state != VP_DOM_RESERVED &&
+            (count = virDomainGetVcpusFlags(doms[i], 0)) > 0) {
+            guint was = GPOINTER_TO_UINT(g_hash_table_lookup(h->counts, name));
+            guint announced = GPOINTER_TO_UINT(g_hash_table_lookup(h->announced, name));
+
+            if (announced && (guint)count >= announced)
+                g_hash_table_remove(h->announced, name);
+            g_hash_table_insert(h->counts, g_strdup(name), GUINT_TO_POINTER(count));
+            if ((guint)count != was && was)
+                vpCookiesKick(h->cookies);
+            resize(h, name, MAX((guint)count, announced), "re-read from libvirt");
+        }
+        virDomainFree(doms[i]);
+    }
+    g_free(doms);
+    /* forget domains that stopped */
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, h->counts);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        if (!vpManagerRecord(mgr, key))
+            g_hash_table_iter_remove(&it);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+void
+vpHotplugConnected(vpHotplug *h, virConnectPtr conn)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *was = g_steal_pointer(&h->events_state);
+    guint poll_ms = vpDaemonConfig(h->d)->vcpu_poll_ms;
+
+    g_clear_pointer(&h->events, vpQemuEventsFree);
+    if (h->poll_id)
+        g_source_remove(h->poll_id);
+    h->poll_id = 0;
+    h->poll_ms = poll_ms;
+    if (!conn) {
+        h->events_state = g_steal_pointer(&was);
+        return;
+    }
+    h->events = vpQemuEventsRegister(conn, onVcpuThread, h, &err);
+    h->events_state = g_strdup(h->events ? "listening" : err->message);
+    if (poll_ms)
+        h->poll_id = g_timeout_add(poll_ms, pollTick, h);
+    if (g_strcmp0(was, h->events_state) == 0)
+        return;
+    g_autofree char *poll = poll_ms ? g_strdup_printf("re-read every %u ms", poll_ms)
+                                    : g_strdup("not re-read (vcpu_poll_ms=0)");
+    if (h->events)
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
+                         "hot-plugged vCPUs: placed when QEMU announces them (%s, QEMU with "
+                         "qemu-patches/); vCPU counts %s for other QEMUs",
+                         VP_QEMU_VCPU_EVENT, poll);
+    else
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
+                         "hot-plugged vCPUs: no QEMU events here (%s); vCPU counts %s",
+                         err->message, poll);
+}
+
+vpHotplug *
+vpHotplugNew(vpDaemon *d, vpCookies *cookies)
+{
+    vpHotplug *h = g_new0(vpHotplug, 1);
+    h->d = d;
+    h->cookies = cookies;
+    h->counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    h->announced = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    return h;
+}
+
+void
+vpHotplugFree(vpHotplug *h)
+{
+    if (!h)
+        return;
+    vpQemuEventsFree(h->events);
+    if (h->poll_id)
+        g_source_remove(h->poll_id);
+    g_hash_table_destroy(h->counts);
+    g_hash_table_destroy(h->announced);
+    g_free(h->events_state);
+    g_free(h);
+}
+
+JsonNode *
+vpHotplugSummaryJson(const vpHotplug *h)
+{
+    JsonObject *o = json_object_new();
+    if (h->events_state)
+        json_object_set_string_member(o, "qemu_events", h->events_state);
+    else
+        json_object_set_null_member(o, "qemu_events");
+    json_object_set_int_member(o, "poll_ms", h->poll_ms);
+    return json_node_init_object(json_node_alloc(), o);
+}
