@@ -498,7 +498,9 @@ vpBalanceFeed(vpBalance *b, const vpPressureInput *in)
     b->intervals++;
     switch (config(b)->balance_mode) {
     case VP_BALANCE_AUTO:
-        pass(b, vpDaemonConnected(b->d), TRUE, NULL);
+        /* without libvirt nothing can be pinned; the figures keep being folded in */
+        if (vpDaemonConnected(b->d))
+            pass(b, TRUE, TRUE, NULL);
         break;
     case VP_BALANCE_ADVISE:
         pass(b, FALSE, TRUE, NULL);
