@@ -231,11 +231,18 @@ vpClientCallTimeout(const char *socket, JsonObject *req, int timeout_ms, GError 
     }
 
     g_autoptr(GSocket) sock = clientConnect(socket, deadline, error);
-    if (!sock || !clientSend(sock, line, len, deadline, socket, error))
+    if (!sock)
         return NULL;
-    g_autoptr(GByteArray) buf = clientReceive(sock, deadline, socket, error);
-    if (!buf)
+    /* The daemon may answer and close before reading a word (a peer that is not root, too
+     * many connections): its reply, waiting in our receive buffer, says more than EPIPE. */
+    g_autoptr(GError) send_err = NULL;
+    gboolean sent = clientSend(sock, line, len, deadline, socket, &send_err);
+    g_autoptr(GByteArray) buf = clientReceive(sock, deadline, socket, sent ? error : NULL);
+    if (!buf) {
+        if (!sent)
+            g_propagate_error(error, g_steal_pointer(&send_err));
         return NULL;
+    }
 
     g_autoptr(GError) err = NULL;
     g_autoptr(JsonObject) reply = vpProtoDecodeObject((const char *)buf->data, buf->len, &err);

@@ -166,21 +166,28 @@ clientHandleLine(vpClient *c, const char *line, gsize len)
     clientQueue(c, reply, &after);
 }
 
-/* Handles every complete line in the buffer; FALSE once the connection must stop reading. */
+/* Handles every complete line in the buffer; FALSE once the connection must stop reading.
+ * The bound holds for complete lines too: one read may bring the newline of a line that
+ * is already past it. */
 static gboolean
 clientConsume(vpClient *c)
 {
     gsize start = 0;
+    gboolean too_long = FALSE;
     while (!c->closed && c->srv) {
         guint8 *nl = memchr(c->buf->data + start, '\n', c->buf->len - start);
+        gsize len = nl ? (gsize)(nl - (c->buf->data + start)) : c->buf->len - start;
+        if (len >= VP_PROTO_MAX_MESSAGE) {
+            too_long = TRUE;
+            break;
+        }
         if (!nl)
             break;
-        gsize len = nl - (c->buf->data + start);
         clientHandleLine(c, (const char *)c->buf->data + start, len);
         start += len + 1;
     }
     g_byte_array_remove_range(c->buf, 0, start);
-    if (c->buf->len >= VP_PROTO_MAX_MESSAGE) {
+    if (too_long && !c->closed && c->srv) {
         g_autofree char *msg = g_strdup_printf(
             "message exceeds %d bytes without a newline; closing", VP_PROTO_MAX_MESSAGE);
         g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE", "client %s: %s", c->peer,
@@ -307,7 +314,7 @@ vpServer *
 vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GError **error)
 {
     g_autofree char *dir = g_path_get_dirname(path);
-    if (g_mkdir_with_parents(dir, 0755) < 0) {
+    if (g_mkdir_with_parents(dir, 0700) < 0) {
         g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
                     "cannot create socket directory %s: %s", dir, g_strerror(errno));
         return NULL;

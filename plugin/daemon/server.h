@@ -24,7 +24,7 @@ typedef JsonNode *(*vpServerHandleFunc)(JsonObject *request, vpServerAfter *afte
                                         gpointer user_data);
 
 /* Binds path (mode 0600; a stale socket is replaced, a live one is an error), creating
- * its directory (0755) when missing. */
+ * its directory (0700: root's peers only) when missing. */
 vpServer *vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data,
                       GError **error);
 /* Closes the listener and every connection; pending after-work is dropped. */
