@@ -182,7 +182,8 @@ workLedger(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan,
 }
 
 /* Holds every free usable PU outside the domain's locality group, so that the placer
- * looks only inside it. NULL when the domain's level is the whole host. */
+ * looks only inside it. NULL when that changes nothing (the domain's level is the whole
+ * host, or nothing outside is free). */
 static vpLedger *
 confine(const vpTopology *topo, const vpLedger *work, const vpPlan *plan, GError **error)
 {
@@ -201,6 +202,8 @@ confine(const vpTopology *topo, const vpLedger *work, const vpPlan *plan, GError
             vpTopologyCore(topo, p->core)->group[plan->level] != plan->level_index)
             g_array_append_val(outside, p->os);
     }
+    if (!outside->len)
+        return NULL; /* nothing free outside: the whole host is the group's answer */
     stand = vpPlanNew(OUTSIDE_DOMAIN, outside->len);
     for (guint i = 0; i < outside->len; i++)
         stand->vcpu_pu[i] = g_array_index(outside, int, i);

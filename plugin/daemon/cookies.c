@@ -605,6 +605,15 @@ vpCookiesFree(vpCookies *c)
     g_free(c);
 }
 
+/* json_node_init_object() takes a reference of its own: ours goes. */
+static JsonNode *
+nodeTaking(JsonObject *o)
+{
+    JsonNode *node = json_node_init_object(json_node_alloc(), o);
+    json_object_unref(o);
+    return node;
+}
+
 /* ---- status ------------------------------------------------------------------------------ */
 
 static void
@@ -625,7 +634,7 @@ vpCookiesSummaryJson(const vpCookies *c)
     json_object_set_string_member(o, "qemu_conf", vpDaemonConfig(c->d)->qemu_conf);
     json_object_set_string_member(o, "libvirt_sched_core", vpSchedCoreName(c->libvirt));
     setStr(o, "qemu_conf_error", c->qemu_conf_error);
-    return json_node_init_object(json_node_alloc(), o);
+    return nodeTaking(o);
 }
 
 /* Per thread: what it should carry and what it does. Threads outside the scope, and every
@@ -667,7 +676,7 @@ threadJson(const vpCookies *c, const vpDomCookies *dc, const vpThread *th)
     else
         state = "mismatch";
     json_object_set_string_member(o, "state", state);
-    return json_node_init_object(json_node_alloc(), o);
+    return nodeTaking(o);
 }
 
 JsonNode *
@@ -697,7 +706,7 @@ vpCookiesDomainJson(const vpCookies *c, const char *name)
         json_array_add_element(threads,
                                threadJson(c, dc, &g_array_index(dc->threads, vpThread, i)));
     json_object_set_array_member(o, "threads", threads);
-    return json_node_init_object(json_node_alloc(), o);
+    return nodeTaking(o);
 }
 
 void

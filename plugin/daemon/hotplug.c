@@ -173,6 +173,15 @@ vpHotplugFree(vpHotplug *h)
     g_free(h);
 }
 
+/* json_node_init_object() takes a reference of its own: ours goes. */
+static JsonNode *
+nodeTaking(JsonObject *o)
+{
+    JsonNode *node = json_node_init_object(json_node_alloc(), o);
+    json_object_unref(o);
+    return node;
+}
+
 JsonNode *
 vpHotplugSummaryJson(const vpHotplug *h)
 {
@@ -182,5 +191,5 @@ vpHotplugSummaryJson(const vpHotplug *h)
     else
         json_object_set_null_member(o, "qemu_events");
     json_object_set_int_member(o, "poll_ms", h->poll_ms);
-    return json_node_init_object(json_node_alloc(), o);
+    return nodeTaking(o);
 }
