@@ -10,7 +10,7 @@
  */
 #include "daemon/cookies.h"
 #include "core/cookieplan.h"
-#include "host/coresched.h"
+#include "host/cookieapply.h"
 #include "libvirt/domxml.h"
 #include "libvirt/threads.h"
 
@@ -22,23 +22,14 @@
 #define VP_COOKIE_FAILED_RETRY_MS 1000
 #define VP_COOKIE_FAILED_TRIES 3
 
-typedef struct {
-    pid_t tid;
-    char *comm;
-    int vcpu;       /* -1: not a vCPU thread */
-    gboolean known; /* actual was read */
-    uint64_t actual;
-} vpThread;
-
 /* One domain as the last pass saw it. */
 typedef struct {
     char *name;
     vpCoresched coresched;
     char *group;
     gboolean emulator_own;
-    pid_t pid;       /* 0: no QEMU process found */
-    GArray *threads; /* vpThread, vCPU threads first */
-    vpCookieSeen seen;
+    vpCookieProcess proc; /* pid 0: no QEMU process found */
+    vpCookieDomain in;    /* what the last observation saw */
     char *set;
     vpCookieScope scope;
     vpCookieState state;
@@ -62,19 +53,13 @@ struct _vpCookies {
 };
 
 static void
-threadClear(gpointer data)
-{
-    g_free(((vpThread *)data)->comm);
-}
-
-static void
 domFree(gpointer data)
 {
     vpDomCookies *dc = data;
     g_free(dc->name);
     g_free(dc->group);
-    if (dc->threads)
-        g_array_free(dc->threads, TRUE);
+    if (dc->proc.threads)
+        g_array_free(dc->proc.threads, TRUE);
     g_free(dc->set);
     g_free(dc->error);
     g_free(dc->logged);
@@ -188,16 +173,16 @@ findThreads(vpCookies *c, vpDomCookies *dc)
     const char *rundir = vpVcpuThreadsRunDir(vpDaemonConfig(c->d)->uri);
     g_autoptr(vpVcpuThreads) t = vpVcpuThreadsFind(rundir, "/proc", dc->name, NULL);
 
-    dc->threads = g_array_new(FALSE, TRUE, sizeof(vpThread));
-    g_array_set_clear_func(dc->threads, threadClear);
+    dc->proc.threads = vpCookieThreadsNew();
     if (!t)
         return;
-    dc->pid = t->pid;
+    dc->proc.pid = t->pid;
     for (unsigned v = 0; v < t->nvcpus; v++) {
         if (!t->tids[v])
             continue;
-        vpThread th = {.tid = t->tids[v], .comm = threadComm(t->pid, t->tids[v]), .vcpu = (int)v};
-        g_array_append_val(dc->threads, th);
+        vpCookieThread th = {
+            .tid = t->tids[v], .comm = threadComm(t->pid, t->tids[v]), .vcpu = (int)v};
+        g_array_append_val(dc->proc.threads, th);
     }
     g_autofree char *taskdir = g_strdup_printf("/proc/%d/task", (int)t->pid);
     g_autoptr(GDir) dir = g_dir_open(taskdir, 0, NULL);
@@ -211,142 +196,33 @@ findThreads(vpCookies *c, vpDomCookies *dc)
             vcpu |= t->tids[v] == (pid_t)tid;
         if (vcpu)
             continue;
-        vpThread th = {.tid = (pid_t)tid, .comm = threadComm(t->pid, (pid_t)tid), .vcpu = -1};
-        g_array_append_val(dc->threads, th);
+        vpCookieThread th = {.tid = (pid_t)tid, .comm = threadComm(t->pid, (pid_t)tid), .vcpu = -1};
+        g_array_append_val(dc->proc.threads, th);
     }
 }
 
-static void
-summarize(const vpDomCookies *dc, gboolean vcpus, uint64_t *id, bool *all)
-{
-    gboolean any = FALSE;
-    *id = 0;
-    *all = TRUE;
-    for (guint i = 0; i < dc->threads->len; i++) {
-        const vpThread *th = &g_array_index(dc->threads, vpThread, i);
-        if ((th->vcpu >= 0) != vcpus)
-            continue;
-        any = TRUE;
-        if (!th->actual)
-            *all = FALSE;
-        else if (*id && *id != th->actual)
-            *id = VP_COOKIE_MIXED;
-        else if (!*id)
-            *id = th->actual;
-    }
-    if (!any || !*id)
-        *all = FALSE;
-}
-
-/* Reads each thread's cookie. Threads that exited meanwhile are dropped. */
+/* Reads each thread's cookie; a refusal by the kernel is the domain's error. */
 static void
 observe(vpCookies *c, vpDomCookies *dc)
 {
-    gboolean zero = FALSE;
-    g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    g_autoptr(GError) err = NULL;
 
     g_clear_pointer(&dc->error, g_free);
-    dc->seen = VP_COOKIE_NO_THREADS;
-    if (c->kernel != VP_CORESCHED_OK)
-        return;
-    for (guint i = 0; i < dc->threads->len;) {
-        vpThread *th = &g_array_index(dc->threads, vpThread, i);
-        g_autoptr(GError) err = NULL;
-        uint64_t value = 0;
-        vpCoreschedStatus st = vpCoreschedGet(th->tid, &value, &err);
-        if (st == VP_CORESCHED_GONE) {
-            g_array_remove_index(dc->threads, i);
-            continue;
-        }
-        if (st != VP_CORESCHED_OK) {
-            dc->error = g_strdup(err->message);
-            return;
-        }
-        th->known = TRUE;
-        th->actual = value;
-        zero |= value == 0;
-        g_array_append_val(tids, th->tid);
-        i++;
+    memset(&dc->in, 0, sizeof(dc->in));
+    dc->in.seen = VP_COOKIE_NO_THREADS;
+    if (c->kernel == VP_CORESCHED_OK && !vpCookieObserve(&dc->proc, &dc->in, &err)) {
+        dc->in.seen = VP_COOKIE_NO_THREADS;
+        dc->error = g_strdup(err->message);
     }
-    gboolean vcpus = FALSE;
-    for (guint i = 0; i < dc->threads->len; i++)
-        vcpus |= g_array_index(dc->threads, vpThread, i).vcpu >= 0;
-    if (!vcpus)
-        return;
-    dc->seen = VP_COOKIE_SEEN;
-    /* A 0 may be "no cookie" or "ids not readable yet": the kernel's answer tells. */
-    if (zero && vpCoreschedVerify((const pid_t *)tids->data, tids->len, 0, NULL, NULL) ==
-                    VP_CORESCHED_PENDING)
-        dc->seen = VP_COOKIE_PENDING;
-}
-
-/* ---- acting ----------------------------------------------------------------------------- */
-
-static void
-vcpuTids(const vpDomCookies *dc, GArray *out)
-{
-    for (guint i = 0; i < dc->threads->len; i++) {
-        const vpThread *th = &g_array_index(dc->threads, vpThread, i);
-        if (th->vcpu >= 0)
-            g_array_append_val(out, th->tid);
-    }
-}
-
-/* A vCPU thread of from that carries cookie (any vCPU thread when 0: from just got a fresh
- * one on all of them). */
-static pid_t
-sourceThread(const vpDomCookies *from, uint64_t cookie)
-{
-    g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(pid_t));
-    vcpuTids(from, tids);
-    for (guint i = 0; i < tids->len; i++) {
-        pid_t tid = g_array_index(tids, pid_t, i);
-        uint64_t value = 0;
-        if (!cookie || (vpCoreschedGet(tid, &value, NULL) == VP_CORESCHED_OK && value == cookie))
-            return tid;
-    }
-    return 0;
 }
 
 static gboolean
 act(vpCookies *c, const vpCookieAction *a, GError **error)
 {
-    vpDomCookies *dc = g_hash_table_lookup(c->doms, a->domain);
-    g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(pid_t));
-    vcpuTids(dc, tids);
-    if (!tids->len) {
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "no vCPU thread found");
-        return FALSE;
-    }
-    pid_t src;
-    guint first = 0;
-    if (a->op == VP_COOKIE_CREATE) {
-        if (a->scope == VP_COOKIE_SCOPE_PROCESS)
-            return vpCoreschedCreate(dc->pid, VP_CORESCHED_SCOPE_THREAD_GROUP, error) ==
-                   VP_CORESCHED_OK;
-        src = g_array_index(tids, pid_t, 0);
-        if (vpCoreschedCreate(src, VP_CORESCHED_SCOPE_THREAD, error) != VP_CORESCHED_OK)
-            return FALSE;
-        first = 1;
-    } else {
-        const vpDomCookies *from = g_hash_table_lookup(c->doms, a->from);
-        src = from ? sourceThread(from, a->cookie) : 0;
-        if (!src) {
-            g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
-                        "no vCPU thread of %s carries the cookie to share", a->from);
-            return FALSE;
-        }
-        if (a->scope == VP_COOKIE_SCOPE_PROCESS)
-            return vpCoreschedShare(src, dc->pid, VP_CORESCHED_SCOPE_THREAD_GROUP, error) ==
-                   VP_CORESCHED_OK;
-    }
-    for (guint i = first; i < tids->len; i++) {
-        pid_t tid = g_array_index(tids, pid_t, i);
-        if (tid != src &&
-            vpCoreschedShare(src, tid, VP_CORESCHED_SCOPE_THREAD, error) != VP_CORESCHED_OK)
-            return FALSE;
-    }
-    return TRUE;
+    const vpDomCookies *dc = g_hash_table_lookup(c->doms, a->domain);
+    const vpDomCookies *from = a->from ? g_hash_table_lookup(c->doms, a->from) : NULL;
+
+    return vpCookieApply(a, &dc->proc, from ? &from->proc : NULL, error);
 }
 
 /* ---- a pass ------------------------------------------------------------------------------ */
@@ -358,13 +234,11 @@ decideAll(vpCookies *c, GPtrArray *names, vpCookiePlan **out)
     for (guint i = 0; i < names->len; i++) {
         vpDomCookies *dc = g_hash_table_lookup(c->doms, names->pdata[i]);
         vpCookieDomain *d = &in[i];
+        *d = dc->in;
         d->name = dc->name;
         d->coresched = dc->coresched;
         d->group = dc->group;
         d->emulator_own = dc->emulator_own;
-        d->seen = dc->seen;
-        summarize(dc, TRUE, &d->vcpus, &d->vcpus_all);
-        summarize(dc, FALSE, &d->others, &d->others_all);
     }
     vpCookieEnv env = {c->kernel == VP_CORESCHED_OK, c->libvirt};
     *out = vpCookiePlanDecide(in, names->len, &env);
@@ -640,7 +514,7 @@ vpCookiesSummaryJson(const vpCookies *c)
 /* Per thread: what it should carry and what it does. Threads outside the scope, and every
  * thread of a domain that wants no cookie, are vcpuplace's to leave alone. */
 static JsonNode *
-threadJson(const vpCookies *c, const vpDomCookies *dc, const vpThread *th)
+threadJson(const vpCookies *c, const vpDomCookies *dc, const vpCookieThread *th)
 {
     JsonObject *o = json_object_new();
     gboolean in_scope = dc->set && (th->vcpu >= 0 || dc->scope == VP_COOKIE_SCOPE_PROCESS);
@@ -702,9 +576,9 @@ vpCookiesDomainJson(const vpCookies *c, const char *name)
     }
     json_object_set_boolean_member(o, "kept", dc->kept);
     JsonArray *threads = json_array_new();
-    for (guint i = 0; i < dc->threads->len; i++)
-        json_array_add_element(threads,
-                               threadJson(c, dc, &g_array_index(dc->threads, vpThread, i)));
+    for (guint i = 0; i < dc->proc.threads->len; i++)
+        json_array_add_element(
+            threads, threadJson(c, dc, &g_array_index(dc->proc.threads, vpCookieThread, i)));
     json_object_set_array_member(o, "threads", threads);
     return nodeTaking(o);
 }
