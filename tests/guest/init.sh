@@ -40,12 +40,14 @@ smt)
     run topology guest-topology "$cores" "$threads"
     # First: it shows cookies being set before the random pool is ready, and readies it.
     run cookies guest-cookies
+    run cookieplan guest-cookieplan
     run test_coresched test_coresched
     run forceidle guest-forceidle 2
     ;;
 nosmt)
     run topology guest-topology "$cores" "$threads"
     run cookies guest-cookies nosmt
+    run cookieplan guest-cookieplan nosmt
     run test_coresched test_coresched
     ;;
 *)
