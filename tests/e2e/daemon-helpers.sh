@@ -89,6 +89,14 @@ vpd_state() {
     vpd_status 2>/dev/null | sed -n "s/^$1: //p" | head -n 1 | grep . || echo none
 }
 
+# For vp_wait_until, which re-runs a command: a $(...) in its arguments is expanded once.
+vpd_gone() { # guest: vcpuplaced no longer records it
+    [ "$(vpd_state "$1")" = none ]
+}
+vpd_count_is() { # prefix count: vcpuplaced records exactly count guests named prefix*
+    [ "$(vpd_status | grep -c "^$1")" = "$2" ]
+}
+
 # Planned CPU per vCPU, comma separated in vCPU order ("3,1").
 vpd_planned() {
     vpd_status "$1" | awk '/^  vCPU/ { on = 1; next } /^  emulator/ { on = 0 } on { print $2 }' |

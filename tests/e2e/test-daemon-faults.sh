@@ -67,7 +67,7 @@ if e2e_env_owns_libvirtd; then
     vpd_check_applied vpe2e-d-c
     # Business as usual on the new connection: a stop releases, a start places.
     virsh -q destroy vpe2e-d-a >/dev/null
-    vp_wait_until 10 test "$(vpd_state vpe2e-d-a)" = none || e2e_fail "vpe2e-d-a still recorded"
+    vp_wait_until 10 vpd_gone vpe2e-d-a || e2e_fail "vpe2e-d-a still recorded"
     e2e_pass "after the libvirtd restart: destroy releases"
     virsh -q start vpe2e-d-b >/dev/null
     vpd_check_applied vpe2e-d-b

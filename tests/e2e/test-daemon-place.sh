@@ -66,7 +66,7 @@ e2e_expect_match "full host: vpe2e-d-spread refused" "refusing to start vpe2e-d-
 
 # Destroy frees: the next guest gets the CPU the destroyed one held.
 virsh -q destroy vpe2e-d-iso >/dev/null
-vp_wait_until 10 test "$(vpd_state vpe2e-d-iso)" = none || e2e_fail "vpe2e-d-iso still recorded"
+vp_wait_until 10 vpd_gone vpe2e-d-iso || e2e_fail "vpe2e-d-iso still recorded"
 e2e_pass "virsh destroy vpe2e-d-iso: released"
 virsh -q start vpe2e-d-spread >/dev/null
 vpd_check_applied vpe2e-d-spread
@@ -77,7 +77,7 @@ vpd_check_disjoint
 
 # No metadata: the daemon's defaults (spread).
 virsh -q destroy vpe2e-d-spread >/dev/null
-vp_wait_until 10 test "$(vpd_state vpe2e-d-spread)" = none || e2e_fail "vpe2e-d-spread still recorded"
+vp_wait_until 10 vpd_gone vpe2e-d-spread || e2e_fail "vpe2e-d-spread still recorded"
 virsh -q start vpe2e-d-nometa >/dev/null
 vpd_check_applied vpe2e-d-nometa
 e2e_expect_match "vpe2e-d-nometa gets the default policy" 'smt=spread group=- coresched=vm' \
@@ -101,6 +101,6 @@ e2e_expect_eq "vpe2e-d-pinned emulatorpin kept" "0-1" \
 for g in vpe2e-d-share vpe2e-d-nometa vpe2e-d-pinned $(seq -f 'vpe2e-d-fill%g' 2 $((ncpus - 1))); do
     virsh -q destroy "$g" >/dev/null 2>&1 || true
 done
-vp_wait_until 10 test "$(vpd_status | grep -c '^vpe2e-d-')" = 0 ||
+vp_wait_until 10 vpd_count_is vpe2e-d- 0 ||
     e2e_fail "still recorded after every guest stopped: $(vpd_status)"
 e2e_pass "all guests destroyed: nothing held"
