@@ -84,7 +84,7 @@ vpCmdPinConfig(int argc, char **argv)
     gboolean dry_run = FALSE;
     GOptionEntry entries[] = {
         {"dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run, "show the pins, write nothing", NULL},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx =
         g_option_context_new("DOMAIN - write the placement into the persistent <cputune>");

@@ -102,7 +102,7 @@ vpCmdPolicy(int argc, char **argv)
         {"persistent", 0, 0, G_OPTION_ARG_NONE, &only_config,
          "change the persistent definition only", NULL},
         {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print the policy as JSON", NULL},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx =
         g_option_context_new("DOMAIN - show or set a domain's vcpuplace policy");

@@ -49,7 +49,7 @@ vpCmdRebalance(int argc, char **argv)
     GOptionEntry entries[] = {
         {"dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry, "only say what would move and why", NULL},
         {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print the daemon's JSON", NULL},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx =
         g_option_context_new("- move waiting vCPUs now, from vcpuplaced's current pressure");

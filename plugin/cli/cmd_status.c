@@ -133,7 +133,7 @@ vpCmdStatus(int argc, char **argv)
     gboolean json = FALSE;
     GOptionEntry entries[] = {
         {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print the daemon's JSON", NULL},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("[DOMAIN] - placement of managed domains");
     g_option_context_add_main_entries(ctx, entries, NULL);

@@ -153,7 +153,7 @@ vpCmdTop(int argc, char **argv)
         {"once", 0, 0, G_OPTION_ARG_NONE, &once, "print once and exit", NULL},
         {"json", 0, 0, G_OPTION_ARG_NONE, &json,
          "the daemon's JSON (pretty with --once, else one line per refresh)", NULL},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx =
         g_option_context_new("- vcpuplaced's per-vCPU run, wait and wakeups, live");

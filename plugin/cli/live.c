@@ -19,7 +19,7 @@ vpLiveAddOptions(GOptionContext *ctx, vpLiveOptions *o)
          "FILE"},
         {"socket", 0, 0, G_OPTION_ARG_FILENAME, &o->socket, "vcpuplaced's socket", "PATH"},
         {"connect", 'c', 0, G_OPTION_ARG_STRING, &o->uri, "libvirt URI", "URI"},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     GOptionGroup *group = g_option_group_new(
         "live", "Daemon and libvirt:", "Show daemon and libvirt options", NULL, NULL);

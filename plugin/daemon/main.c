@@ -53,7 +53,7 @@ main(int argc, char **argv)
         {"check-config", 0, 0, G_OPTION_ARG_NONE, &check,
          "validate the configuration and the topology, then exit", NULL},
         {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "log debug messages", NULL},
-        {NULL},
+        G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
     g_option_context_set_summary(ctx, "Places the vCPUs of libvirt's QEMU guests on host CPUs.");
@@ -79,7 +79,7 @@ main(int argc, char **argv)
         return 1;
     }
     if (check) {
-        g_autoptr(vpConfig) owned = cfg;
+        G_GNUC_UNUSED g_autoptr(vpConfig) owned = cfg;
         g_autoptr(vpTopology) topo =
             vpHwtopoLoad(cfg->topology, cfg->host_cpus, cfg->housekeeping, &err);
         if (!topo) {

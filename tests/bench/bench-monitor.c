@@ -33,7 +33,7 @@ static const GOptionEntry entries[] = {
      "each helper thread wakes this often (100 ms)", "MS"},
     {"proc-switches", 0, 0, G_OPTION_ARG_NONE, &opt_proc_switches,
      "read switch counts from /proc, not the sched_switch tracepoint", NULL},
-    {NULL},
+    G_OPTION_ENTRY_NULL,
 };
 
 /* vpMonitorSource bit i */
@@ -203,7 +203,7 @@ main(int argc, char **argv)
         double t0 = clockSec(CLOCK_THREAD_CPUTIME_ID);
         g_autoptr(GArray) samples = vpMonitorSampleAll(mon);
         g_autoptr(GArray) cpus = vpMonitorSampleCpus(mon, NULL);
-        g_autoptr(vpPressureInput) in = vpMonitorPressureInput(samples, cpus);
+        G_GNUC_UNUSED g_autoptr(vpPressureInput) in = vpMonitorPressureInput(samples, cpus);
 
         pass_cpu[passes] = clockSec(CLOCK_THREAD_CPUTIME_ID) - t0;
         if (samples->len)

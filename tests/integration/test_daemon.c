@@ -650,7 +650,7 @@ END_TEST
 START_TEST(test_socket_bad_input)
 {
     writeConfig("test:///default", DEFAULT_TOPOLOGY, NULL);
-    g_autoptr(vpDaemon) d = startDaemon();
+    G_GNUC_UNUSED g_autoptr(vpDaemon) d = startDaemon(); /* serves the socket while it lives */
     g_autofree char *sock = g_build_filename(tmpdir, "sock", NULL);
     const char *argv[] = {VP_SOCKCLIENT, sock, NULL};
 
@@ -719,7 +719,7 @@ END_TEST
 START_TEST(test_cli_status)
 {
     writeConfig("test:///default", DEFAULT_TOPOLOGY, NULL);
-    g_autoptr(vpDaemon) d = startDaemon();
+    G_GNUC_UNUSED g_autoptr(vpDaemon) d = startDaemon(); /* serves the socket while it lives */
     const char *argv[] = {VP_CLI, "status", "--config", confpath, NULL};
     g_autofree char *out = NULL;
     ck_assert_int_eq(run(argv, NULL, &out, NULL), 0);

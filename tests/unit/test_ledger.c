@@ -469,9 +469,8 @@ START_TEST(test_load_damaged)
     }
 
     {
-        static const char *const junk[] = {"\x7f"
-                                           "ELF\x02\x01\x01",
-                                           "null", "{\"version\":1,\"domains\":[]}}", "\xff\xfe{"};
+        static const char *const junk[] = {"\177ELF\x02\x01\x01", "null",
+                                           "{\"version\":1,\"domains\":[]}}", "\xff\xfe{"};
 
         for (size_t i = 0; i < G_N_ELEMENTS(junk); i++) {
             g_autoptr(GError) err = NULL;
