@@ -282,11 +282,19 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
 static void
 syncName(vpDaemon *d, virConnectPtr conn, const char *name, guint why)
 {
+    /* A reservation is a start under way: libvirt keeps the domain locked until its hooks
+     * are done, so any call for it now waits on that start, and the socket waits with it,
+     * while the start waits on the socket for its hook (twenty starts at once stalled for
+     * the hooks' whole timeout). An event only arms the fallback for a lost "started". */
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    if (rec && rec->state == VP_DOM_RESERVED && !(why & (VP_SYNC_HOOK | VP_SYNC_LATE))) {
+        scheduleSync(d, name, VP_STARTED_FALLBACK_MS);
+        return;
+    }
     virDomainPtr dom = virDomainLookupByName(conn, name);
     if (!dom) {
         virErrorPtr e = virGetLastError();
         if (e && e->code == VIR_ERR_NO_DOMAIN) {
-            const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
             if (rec && rec->state != VP_DOM_RESERVED)
                 release(d, name);
         } else if (!vpVirConnCheck(d->vc)) {
