@@ -110,7 +110,7 @@ trackedFree(gpointer data)
 static void
 scan(vpBalance *b, vpTracked *t)
 {
-    const char *rundir = vpVcpuThreadsRunDir(config(b)->uri);
+    const char *rundir = vpConfigQemuRunDir(config(b));
     if (!rundir) {
         if (!b->warned_rundir)
             logEvent(NULL, "monitor", G_LOG_LEVEL_INFO,

@@ -4,13 +4,16 @@
  */
 #include "daemon/config.h"
 #include "daemon/proto.h"
+#include "libvirt/threads.h"
 
 #include <errno.h>
 #include <string.h>
 
 static const char *const daemonKeys[] = {
-    "uri",          "topology",        "host_cpus", "housekeeping_cpus", "socket",       "state",
-    "hook_failure", "hook_timeout_ms", "domains",   "qemu_conf",         "vcpu_poll_ms", NULL,
+    "uri",     "topology",  "host_cpus",    "housekeeping_cpus",
+    "socket",  "state",     "hook_failure", "hook_timeout_ms",
+    "domains", "qemu_conf", "vcpu_poll_ms", "qemu_run_dir",
+    NULL,
 };
 
 /* The pressure model's and the rebalancer's keys are theirs (core/pressure.h,
@@ -89,6 +92,7 @@ vpConfigFree(vpConfig *cfg)
     g_free(cfg->socket);
     g_free(cfg->state);
     g_free(cfg->qemu_conf);
+    g_free(cfg->qemu_run_dir);
     g_strfreev(cfg->domains);
     g_free(cfg->metrics_textfile);
     vpPolicyClear(&cfg->defaults);
@@ -213,11 +217,18 @@ configParse(vpConfig *cfg, GKeyFile *kf, const char *path, GError **error)
         !getString(kf, path, "socket", &cfg->socket, error) ||
         !getString(kf, path, "state", &cfg->state, error) ||
         !getString(kf, path, "qemu_conf", &cfg->qemu_conf, error) ||
+        !getString(kf, path, "qemu_run_dir", &cfg->qemu_run_dir, error) ||
         !getCpus(kf, path, "host_cpus", FALSE, &cfg->host_cpus, error) ||
         !getCpus(kf, path, "housekeeping_cpus", TRUE, &cfg->housekeeping, error))
         return FALSE;
     if (g_strcmp0(cfg->topology, "host") == 0)
         g_clear_pointer(&cfg->topology, g_free);
+    if (cfg->qemu_run_dir && !g_path_is_absolute(cfg->qemu_run_dir)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "%s: [daemon] qemu_run_dir='%s' must be an absolute path", path,
+                    cfg->qemu_run_dir);
+        return FALSE;
+    }
     if (!g_path_is_absolute(cfg->socket) || !g_path_is_absolute(cfg->state)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "%s: [daemon] socket='%s' and state='%s' must be absolute paths", path,
@@ -293,6 +304,12 @@ configParse(vpConfig *cfg, GKeyFile *kf, const char *path, GError **error)
         return FALSE;
     }
     return parseRebalance(cfg, kf, path, error);
+}
+
+const char *
+vpConfigQemuRunDir(const vpConfig *cfg)
+{
+    return cfg->qemu_run_dir ? cfg->qemu_run_dir : vpVcpuThreadsRunDir(cfg->uri);
 }
 
 gboolean

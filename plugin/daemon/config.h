@@ -17,6 +17,9 @@
  *                                 sched_core is read (a missing file: libvirt's default)
  *   vcpu_poll_ms=2000             how often vCPU counts of running domains are re-read to
  *                                 notice hotplug that no QEMU event announced (0: never)
+ *   qemu_run_dir=/run/libvirt/qemu  where libvirt's QEMU driver keeps its pidfiles, by which
+ *                                 vCPU threads are found (default: that directory for
+ *                                 qemu:///system, none for other URIs: no thread known)
  *   [policy]
  *   smt=spread ...                defaults for what a domain's metadata leaves out
  *   [rebalance]
@@ -53,6 +56,7 @@ typedef struct {
     char **domains; /* NULL: every domain */
     char *qemu_conf;
     guint vcpu_poll_ms; /* 0: off */
+    char *qemu_run_dir; /* NULL: from the URI */
     vpPolicy defaults;
     /* [rebalance] */
     vpBalanceMode balance_mode;
@@ -79,6 +83,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpConfig, vpConfigFree)
 
 /* Whether the configuration has vcpuplaced manage the domain called name. */
 gboolean vpConfigManages(const vpConfig *cfg, const char *name);
+/* The QEMU driver's pidfile directory (qemu_run_dir, else the URI's); NULL: unknown. */
+const char *vpConfigQemuRunDir(const vpConfig *cfg);
 
 const char *vpHookFailureName(vpHookFailure mode);
 /* "open" / "closed"; -1 otherwise. */

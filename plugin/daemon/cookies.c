@@ -170,7 +170,7 @@ threadComm(pid_t pid, pid_t tid)
 static void
 findThreads(vpCookies *c, vpDomCookies *dc)
 {
-    const char *rundir = vpVcpuThreadsRunDir(vpDaemonConfig(c->d)->uri);
+    const char *rundir = vpConfigQemuRunDir(vpDaemonConfig(c->d));
     g_autoptr(vpVcpuThreads) t = vpVcpuThreadsFind(rundir, "/proc", dc->name, NULL);
 
     dc->proc.threads = vpCookieThreadsNew();

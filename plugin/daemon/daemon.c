@@ -562,7 +562,7 @@ opNotify(vpDaemon *d, JsonObject *req, vpServerAfter *after, gboolean sync, GErr
 static void
 addThreads(vpDaemon *d, JsonArray *doms)
 {
-    const char *rundir = vpVcpuThreadsRunDir(d->cfg->uri);
+    const char *rundir = vpConfigQemuRunDir(d->cfg);
     if (!rundir)
         return;
     for (guint i = 0; i < json_array_get_length(doms); i++) {
