@@ -19,6 +19,7 @@
 #include <linux/perf_event.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,7 +78,12 @@ struct _vpMonitor {
     char *buf;
     gsize bufsize;
     guint64 tick_ns;
+    int fd_ceiling; /* descriptors numbered from here on are not kept */
 };
+
+/* Descriptors the monitor leaves to the rest of the daemon at RLIMIT_NOFILE: its socket's
+ * clients (up to 128), libvirt, the ledger's writes, the per-read /proc opens. */
+#define VP_MONITOR_FD_RESERVE 192
 
 static gint64
 monotonicNs(void)
@@ -117,6 +123,34 @@ closeFd(int *fd)
     if (*fd >= 0)
         close(*fd);
     *fd = -1;
+}
+
+/* fd, or -1 with EMFILE when it is numbered at or above the ceiling: descriptors are handed
+ * out lowest first, so such a number means the process is near its limit, and a placement
+ * daemon that cannot accept its hook's connection is worse than one that measures less. */
+static int
+keepFd(const vpMonitor *mon, int fd)
+{
+    if (fd >= mon->fd_ceiling) {
+        close(fd);
+        errno = EMFILE;
+        return -1;
+    }
+    return fd;
+}
+
+/* keepFd() for a perf group that opened: 0, or EMFILE with the whole group closed. */
+static int
+keepGroup(const vpMonitor *mon, int *fds, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (fds[i] >= mon->fd_ceiling) {
+            for (int k = 0; k < n; k++)
+                closeFd(&fds[k]);
+            return EMFILE;
+        }
+    }
+    return 0;
 }
 
 /* --- parsers --- */
@@ -451,6 +485,7 @@ vpMonitorNew(const vpMonitorOptions *opts)
 {
     vpMonitor *mon = g_new0(vpMonitor, 1);
     long tck = sysconf(_SC_CLK_TCK);
+    struct rlimit rl;
 
     mon->threads = g_ptr_array_new();
     mon->index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -458,6 +493,11 @@ vpMonitorNew(const vpMonitorOptions *opts)
     mon->bufsize = FILE_BUF;
     mon->buf = g_malloc(mon->bufsize);
     mon->tick_ns = 1000000000 / (tck > 0 ? tck : 100);
+    mon->fd_ceiling = G_MAXINT;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        mon->fd_ceiling = rl.rlim_cur > 2 * VP_MONITOR_FD_RESERVE
+                              ? (int)MIN(rl.rlim_cur - VP_MONITOR_FD_RESERVE, G_MAXINT)
+                              : (int)rl.rlim_cur / 2;
     detect(mon, opts);
     return mon;
 }
@@ -524,7 +564,7 @@ indexKey(const char *domain, int vcpu)
 static int
 keepOpen(vpMonitor *mon, int dirfd, const char *name, int *fd, bool *reopen)
 {
-    *fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    *fd = keepFd(mon, openat(dirfd, name, O_RDONLY | O_CLOEXEC));
     if (*fd >= 0)
         return 0;
     if (fdLimit(errno)) {
@@ -545,9 +585,11 @@ openPerf(vpMonitor *mon, Thread *t)
 
     if (mon->perf) {
         err = perfOpenGroup(PERF_TYPE_SOFTWARE, sw_events, 3, t->tid, t->perf_fd);
+        if (!err)
+            err = keepGroup(mon, t->perf_fd, 3);
         t->nperf = err ? 0 : 3;
         if (!err && mon->switch_tp >= 0) {
-            t->perf_fd[3] = voluntaryOpen(mon->switch_tp, t->tid, t->perf_fd[0]);
+            t->perf_fd[3] = keepFd(mon, voluntaryOpen(mon->switch_tp, t->tid, t->perf_fd[0]));
             if (t->perf_fd[3] >= 0)
                 t->nperf = 4;
             else
@@ -569,6 +611,8 @@ openPerf(vpMonitor *mon, Thread *t)
     }
     if (mon->hw) {
         err = perfOpenGroup(PERF_TYPE_HARDWARE, hw_events, 2, t->tid, t->hw_fd);
+        if (!err)
+            err = keepGroup(mon, t->hw_fd, 2);
         if (err)
             warnOnce(mon, fdLimit(err) ? WARN_FDLIMIT : WARN_HW,
                      "hardware counters of thread %d (domain '%s' vCPU %d): %s; left out "

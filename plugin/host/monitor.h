@@ -10,8 +10,9 @@
  * (detected once). Per host CPU: busy time from /proc/stat. Nothing here is fatal: a
  * thread that exits is reported gone, a counter that cannot be opened (no permission, fd
  * limit) is left out of that thread's samples, each cause logged once. A thread holds up
- * to 6 descriptors (8 with hardware counters): a daemon watching many vCPUs wants a high
- * RLIMIT_NOFILE.
+ * to 6 descriptors (8 with hardware counters), and none is kept within 192 of
+ * RLIMIT_NOFILE (of half of it, for small limits), which stay the rest of the daemon's:
+ * a daemon watching many vCPUs wants a high RLIMIT_NOFILE.
  */
 #pragma once
 
