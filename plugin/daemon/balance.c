@@ -7,6 +7,7 @@
  */
 #include "daemon/balance.h"
 #include "core/rebalance.h"
+#include "daemon/cookies.h"
 #include "daemon/metrics.h"
 #include "daemon/proto.h"
 #include "host/monitor.h"
@@ -392,6 +393,9 @@ metricsText(vpBalance *b)
                      "One per managed domain: its state and the policy it was placed with");
     vpMetricsDeclare(m, "vcpuplace_domain_degraded", "gauge",
                      "1 when the domain's placement relaxed its policy");
+    vpMetricsDeclare(m, "vcpuplace_domain_cookie", "gauge",
+                     "One per domain the last core-scheduling pass saw: the state of its "
+                     "threads' cookies (ok, none, mismatch, failed, unsupported...)");
     vpMetricsDeclare(m, "vcpuplace_cpu_busy_ratio", "gauge", "Smoothed busy fraction of the CPU");
     vpMetricsDeclare(m, "vcpuplace_cpu_wait_ratio", "gauge",
                      "Smoothed sum of the wait fractions of the vCPUs pinned to the CPU");
@@ -444,6 +448,14 @@ metricsText(vpBalance *b)
                      "coresched", plan ? vpCoreschedName(plan->policy.coresched) : "", "rebalance",
                      plan ? vpRebalanceName(plan->policy.rebalance) : "", NULL);
         vpMetricsAdd(m, "vcpuplace_domain_degraded", plan && plan->degraded, "domain", name, NULL);
+        g_autoptr(JsonNode) cookie = vpCookiesDomainJson(vpDaemonCookies(b->d), name);
+        const char *cstate =
+            cookie && JSON_NODE_HOLDS_OBJECT(cookie)
+                ? json_object_get_string_member_with_default(json_node_get_object(cookie),
+                                                             "state", NULL)
+                : NULL;
+        if (cstate)
+            vpMetricsAdd(m, "vcpuplace_domain_cookie", 1, "domain", name, "state", cstate, NULL);
     }
     for (int s = 0; s < VP_DOM_LAST; s++)
         vpMetricsAdd(m, "vcpuplace_domains", count[s], "state", vpDomStateName(s), NULL);

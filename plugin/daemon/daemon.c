@@ -898,3 +898,9 @@ vpDaemonBalance(vpDaemon *d)
 {
     return d->balance;
 }
+
+vpCookies *
+vpDaemonCookies(vpDaemon *d)
+{
+    return d->cookies;
+}

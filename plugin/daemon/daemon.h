@@ -13,6 +13,7 @@
 
 typedef struct _vpDaemon vpDaemon;
 typedef struct _vpBalance vpBalance;
+typedef struct _vpCookies vpCookies;
 
 /* What a domain's placement became: live (plan set: pinned by vcpuplace, found pinned as
  * planned after a restart, adopted, or its own <cputune> respected) or released (plan and
@@ -55,3 +56,5 @@ gboolean vpDaemonConnected(const vpDaemon *d);
 virConnectPtr vpDaemonLibvirt(const vpDaemon *d);
 /* The rebalancing loop (daemon/balance.h); borrowed. */
 vpBalance *vpDaemonBalance(vpDaemon *d);
+/* The core-scheduling cookies (daemon/cookies.h); borrowed. */
+vpCookies *vpDaemonCookies(vpDaemon *d);

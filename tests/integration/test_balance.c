@@ -300,6 +300,8 @@ START_TEST(test_separate_overcommitted)
     ck_assert_msg(strstr(prom, "vcpuplace_cpu_hot{cpu=\"0\"} 1\n"), "%s", prom);
     ck_assert_msg(strstr(prom, "vcpuplace_moves_total 0\n"), "%s", prom);
     ck_assert_msg(strstr(prom, "vcpuplace_reloads_total 1\n"), "%s", prom);
+    /* the cookie pass's verdict per domain (this kernel: no core scheduling, or not) */
+    ck_assert_msg(strstr(prom, "vcpuplace_domain_cookie{domain=\"rb-a\",state=\""), "%s", prom);
     /* the textfile is written each interval */
     g_autofree char *path = g_build_filename(tmpdir, "vcpuplace.prom", NULL);
     g_autofree char *file = NULL;
