@@ -167,6 +167,7 @@ for ((round = 1; round <= rounds; round++)); do
     fi
     if [ "$do_kill9" = 1 ]; then
         sleep_ms "$kill9_at"
+        kill -0 "$vpd_pid" 2>/dev/null || e2e_fail "round $round: vcpuplaced died before its SIGKILL; see $vpd_log"
         vpd_kill9
         n_kill9=$((n_kill9 + 1))
         actions+=" vcpuplaced SIGKILL at ${kill9_at} ms, down ${down_ms} ms"
@@ -191,7 +192,7 @@ for ((round = 1; round <= rounds; round++)); do
             n_refused=$((n_refused + 1))
         else
             n_startfail=$((n_startfail + 1))
-            actions+=" start-failed [$g: $(grep -m1 'error: ' "$jobs_dir/$g.start" | tail -c 160 | tr -d '\n')]"
+            actions+=" start-failed [$g: $(tail -n 1 "$jobs_dir/$g.start" | tail -c 160)]"
         fi
     done
 
