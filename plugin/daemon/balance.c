@@ -33,7 +33,7 @@ struct _vpBalance {
     guint timer;
     guint timer_ms;
     vpBalanceMode timer_mode;
-    gboolean armed; /* timer_ms and timer_mode say how the timer is set */
+    gboolean armed;       /* timer_ms and timer_mode say how the timer is set */
     GHashTable *tracked;  /* name -> vpTracked */
     GHashTable *moves;    /* "domain\037vcpu" -> moves committed (guint64 in a pointer) */
     GHashTable *said;     /* what the last timed pass logged, to log each thing once */
@@ -449,11 +449,10 @@ metricsText(vpBalance *b)
                      plan ? vpRebalanceName(plan->policy.rebalance) : "", NULL);
         vpMetricsAdd(m, "vcpuplace_domain_degraded", plan && plan->degraded, "domain", name, NULL);
         g_autoptr(JsonNode) cookie = vpCookiesDomainJson(vpDaemonCookies(b->d), name);
-        const char *cstate =
-            cookie && JSON_NODE_HOLDS_OBJECT(cookie)
-                ? json_object_get_string_member_with_default(json_node_get_object(cookie),
-                                                             "state", NULL)
-                : NULL;
+        const char *cstate = cookie && JSON_NODE_HOLDS_OBJECT(cookie)
+                                 ? json_object_get_string_member_with_default(
+                                       json_node_get_object(cookie), "state", NULL)
+                                 : NULL;
         if (cstate)
             vpMetricsAdd(m, "vcpuplace_domain_cookie", 1, "domain", name, "state", cstate, NULL);
     }
