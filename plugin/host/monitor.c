@@ -343,9 +343,20 @@ perfOpen(guint32 type, guint64 config, pid_t tid, int group)
     attr.size = sizeof(attr);
     attr.type = type;
     attr.config = config;
+    /* A member added to a group that is already counting on a running thread stays off
+     * until the thread is next switched in, so a leader starts disabled and the caller
+     * enables the whole group once it is complete (see perfEnable). */
+    attr.disabled = group < 0;
     attr.read_format =
         PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
     return syscall(SYS_perf_event_open, &attr, tid, -1, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Starts a complete group counting; returns 0 or an errno. */
+static int
+perfEnable(int leader)
+{
+    return ioctl(leader, PERF_EVENT_IOC_ENABLE, 0) < 0 ? errno : 0;
 }
 
 /* Opens a group of events on tid, all or none; returns 0 or an errno. */
@@ -598,6 +609,11 @@ openPerf(vpMonitor *mon, Thread *t)
                          "counts of such threads read from /proc",
                          t->tid, t->domain, t->vcpu, g_strerror(errno));
         }
+        if (!err && (err = perfEnable(t->perf_fd[0]))) {
+            for (int i = 0; i < t->nperf; i++)
+                closeFd(&t->perf_fd[i]);
+            t->nperf = 0;
+        }
         if (fdLimit(err))
             warnOnce(mon, WARN_FDLIMIT,
                      "fd limit reached (%s): perf counters of some vCPU threads left out; "
@@ -613,6 +629,10 @@ openPerf(vpMonitor *mon, Thread *t)
         err = perfOpenGroup(PERF_TYPE_HARDWARE, hw_events, 2, t->tid, t->hw_fd);
         if (!err)
             err = keepGroup(mon, t->hw_fd, 2);
+        if (!err && (err = perfEnable(t->hw_fd[0]))) {
+            closeFd(&t->hw_fd[0]);
+            closeFd(&t->hw_fd[1]);
+        }
         if (err)
             warnOnce(mon, fdLimit(err) ? WARN_FDLIMIT : WARN_HW,
                      "hardware counters of thread %d (domain '%s' vCPU %d): %s; left out "
