@@ -82,6 +82,18 @@ workerStop(Worker *w)
     g_free(w);
 }
 
+/* pthread_join returns when the kernel clears the thread id, a little before the thread
+ * leaves /proc: only then may the monitor call it gone. */
+static void
+waitReaped(pid_t tid)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/self/task/%d", tid);
+
+    for (int i = 0; i < 5000 && g_file_test(dir, G_FILE_TEST_EXISTS); i++)
+        g_usleep(1000);
+    ck_assert_msg(!g_file_test(dir, G_FILE_TEST_EXISTS), "%s still there after 5 s", dir);
+}
+
 static const vpMonitorSample *
 find(GArray *samples, const char *domain, int vcpu)
 {
@@ -237,6 +249,7 @@ START_TEST(test_exited_thread_gone)
     ck_assert(!find(s, "vm", 0)->gone);
     g_array_free(s, TRUE);
     workerStop(w);
+    waitReaped(tid);
 
     for (int round = 0; round < 3; round++) {
         g_autoptr(vpPressureInput) in = NULL;
