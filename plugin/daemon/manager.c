@@ -19,6 +19,7 @@ struct _vpManager {
     vpPolicy defaults;
     char *state_path;
     GHashTable *records; /* name -> vpDomRecord */
+    guint64 serial;      /* the last record's */
     gboolean dirty;
 };
 
@@ -49,6 +50,7 @@ recordSet(vpManager *m, const char *name, vpDomState state, const char *error)
     if (!rec) {
         rec = g_new0(vpDomRecord, 1);
         rec->name = g_strdup(name);
+        rec->serial = ++m->serial;
         rec->state = state;
         rec->since = g_get_monotonic_time();
         g_hash_table_insert(m->records, rec->name, rec);

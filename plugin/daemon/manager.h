@@ -28,6 +28,7 @@ typedef enum {
 
 typedef struct {
     char *name;
+    guint64 serial; /* new for each record: a domain released and reserved again differs */
     vpDomState state;
     gint64 since;         /* monotonic us of the last state change */
     char *error;          /* FAILED / UNPLACED: why */
