@@ -140,10 +140,12 @@ domPolicy(vpCookies *c, const char *name, vpDomCookies *dc)
     }
     if (!conn)
         return FALSE;
+    vpDaemonUnlock(c->d);
     virDomainPtr dom = virDomainLookupByName(conn, name);
     g_autofree char *xml = dom ? virDomainGetXMLDesc(dom, 0) : NULL;
     if (dom)
         virDomainFree(dom);
+    vpDaemonLock(c->d);
     if (!xml)
         return FALSE;
     g_autoptr(GError) err = NULL;

@@ -1,10 +1,11 @@
 /*
- * vcpuplaced wiring. Socket requests are answered from the manager alone; anything that
- * needs libvirt is queued by domain name and run from an idle source, one domain per
+ * vcpuplaced wiring. The hook's requests are answered on the socket thread from the
+ * manager alone, under the state lock (daemon.h); anything that needs libvirt is handed to
+ * the main loop, queued by domain name and run from an idle source, one domain per
  * dispatch, after the reply is out (libvirt may be blocked on the hook that asked). The
  * same queue serves lifecycle events and reconnects: every trigger becomes "sync this
  * domain", and sync decides from libvirt's current truth, so duplicate or late triggers
- * are harmless.
+ * are harmless. Operator commands are answered on the main loop, which owns what they read.
  */
 #include "daemon/daemon.h"
 #include "daemon/balance.h"
@@ -41,6 +42,7 @@ typedef struct {
 } vpListener;
 
 struct _vpDaemon {
+    GMutex lock; /* the state lock (daemon.h) */
     vpConfig *cfg;
     vpManager *mgr;
     vpServer *srv;
@@ -55,6 +57,7 @@ struct _vpDaemon {
     vpBalance *balance;
     vpCookies *cookies;
     vpHotplug *hotplug;
+    GPtrArray *handoffs; /* GSource: the socket thread's work waiting for the main loop */
 };
 
 static void kick(vpDaemon *d);
@@ -70,6 +73,73 @@ logMsg(GLogLevelFlags level, const char *fmt, ...)
     g_autofree char *msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
     g_log_structured(G_LOG_DOMAIN, level, "MESSAGE", "%s", msg);
+}
+
+/* The main thread lets the state lock go while it waits in poll. */
+static GMutex *pollLock;
+
+static gint
+pollUnlocked(GPollFD *fds, guint n, gint timeout)
+{
+    g_mutex_unlock(pollLock);
+    gint r = g_poll(fds, n, timeout);
+    g_mutex_lock(pollLock);
+    return r;
+}
+
+void
+vpDaemonUnlock(vpDaemon *d)
+{
+    g_mutex_unlock(&d->lock);
+}
+
+void
+vpDaemonLock(vpDaemon *d)
+{
+    g_mutex_lock(&d->lock);
+}
+
+typedef struct {
+    vpDaemon *d;
+    void (*func)(vpDaemon *d, gpointer data);
+    gpointer data;
+    GDestroyNotify destroy;
+} vpHandoff;
+
+static gboolean
+handoffRun(gpointer data)
+{
+    vpHandoff *h = data;
+    g_ptr_array_remove_fast(h->d->handoffs, g_main_current_source());
+    h->func(h->d, h->data);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+handoffFree(gpointer data)
+{
+    vpHandoff *h = data;
+    if (h->destroy)
+        h->destroy(h->data);
+    g_free(h);
+}
+
+/* Socket thread, state lock held: func runs on the main loop, or destroy when the daemon
+ * goes first. */
+static void
+handoff(vpDaemon *d, void (*func)(vpDaemon *d, gpointer data), gpointer data,
+        GDestroyNotify destroy)
+{
+    vpHandoff *h = g_new0(vpHandoff, 1);
+    h->d = d;
+    h->func = func;
+    h->data = data;
+    h->destroy = destroy;
+    GSource *src = g_idle_source_new();
+    g_source_set_priority(src, G_PRIORITY_DEFAULT);
+    g_source_set_callback(src, handoffRun, h, handoffFree);
+    g_ptr_array_add(d->handoffs, src);
+    g_source_attach(src, NULL);
 }
 
 static void
@@ -107,16 +177,31 @@ vpDaemonFlush(vpDaemon *d, GError **error)
     return vpManagerSave(d->mgr, error);
 }
 
+/* Any thread, state lock held. */
+static gboolean
+releaseRecord(vpDaemon *d, const char *name)
+{
+    if (!vpManagerRelease(d->mgr, name))
+        return FALSE;
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
+                     "domain %s: released", name);
+    return TRUE;
+}
+
+/* Main loop: what the release of a record means for the rest of the daemon. */
+static void
+released(vpDaemon *d, const char *name, gboolean known)
+{
+    if (known)
+        notify(d, name, NULL, NULL);
+    g_hash_table_remove(d->attempts, name);
+    cancelSync(d, name);
+}
+
 static void
 release(vpDaemon *d, const char *name)
 {
-    if (vpManagerRelease(d->mgr, name)) {
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
-                         "domain %s: released", name);
-        notify(d, name, NULL, NULL);
-    }
-    g_hash_table_remove(d->attempts, name);
-    cancelSync(d, name);
+    released(d, name, releaseRecord(d, name));
 }
 
 /* ---- libvirt work ---------------------------------------------------------------- */
@@ -192,15 +277,25 @@ static void
 applyPlan(vpDaemon *d, virDomainPtr dom, const char *name)
 {
     unsigned flags = vpVirConnLiveFlags(d->vc);
-    const vpPlan *plan = vpManagerPlan(d->mgr, name);
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    const vpPlan *recorded = vpManagerPlan(d->mgr, name);
+    if (!rec || !recorded)
+        return;
+    guint64 serial = rec->serial;
+    g_autoptr(vpPlan) plan = vpPlanCopy(recorded);
     g_autoptr(GError) err = NULL;
     g_autofree char *problem = NULL;
+    vpDaemonUnlock(d);
     if (!vpVirPinsApply(dom, plan, flags, &err)) {
         problem = g_strdup(err->message);
     } else {
         g_autoptr(vpLivePins) live = vpVirPinsRead(dom, flags, &err);
         problem = live ? vpLivePinsDiff(live, plan) : g_strdup(err->message);
     }
+    vpDaemonLock(d);
+    rec = vpManagerRecord(d->mgr, name);
+    if (!rec || rec->serial != serial)
+        return; /* the hook released it meanwhile; its next start is synced anew */
     if (problem && !vpVirConnCheck(d->vc) && scheduleRetry(d, name)) {
         g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
                          "domain %s: pinning not done yet (%s); retrying", name, problem);
@@ -232,7 +327,9 @@ static void
 syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
 {
     const char *name = virDomainGetName(dom);
+    vpDaemonUnlock(d);
     int active = virDomainIsActive(dom);
+    vpDaemonLock(d);
     if (active < 0) {
         virErrorPtr e = virGetLastError();
         if (e && e->code == VIR_ERR_NO_DOMAIN)
@@ -250,8 +347,10 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
 
     unsigned flags = vpVirConnLiveFlags(d->vc);
     g_autoptr(GError) err = NULL;
+    vpDaemonUnlock(d);
     g_autofree char *xml = requestXML(dom, &err);
     g_autoptr(vpLivePins) live = xml ? vpVirPinsRead(dom, flags, &err) : NULL;
+    vpDaemonLock(d);
     if (!live) {
         if (!vpVirConnCheck(d->vc) && !scheduleRetry(d, name))
             logMsg(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
@@ -291,9 +390,12 @@ syncName(vpDaemon *d, virConnectPtr conn, const char *name, guint why)
         scheduleSync(d, name, VP_STARTED_FALLBACK_MS);
         return;
     }
+    vpDaemonUnlock(d);
     virDomainPtr dom = virDomainLookupByName(conn, name);
+    vpDaemonLock(d);
     if (!dom) {
         virErrorPtr e = virGetLastError();
+        rec = vpManagerRecord(d->mgr, name);
         if (e && e->code == VIR_ERR_NO_DOMAIN) {
             if (rec && rec->state != VP_DOM_RESERVED)
                 release(d, name);
@@ -311,7 +413,9 @@ static void
 fullSync(vpDaemon *d, virConnectPtr conn)
 {
     virDomainPtr *doms = NULL;
+    vpDaemonUnlock(d);
     int n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+    vpDaemonLock(d);
     if (n < 0) {
         if (!vpVirConnCheck(d->vc)) {
             virErrorPtr e = virGetLastError();
@@ -353,7 +457,10 @@ fullSync(vpDaemon *d, virConnectPtr conn)
     for (int i = 0; i < n; i++) {
         if (vpManagerRecord(d->mgr, virDomainGetName(doms[i])))
             continue;
-        g_autoptr(vpLivePins) live = vpVirPinsRead(doms[i], vpVirConnLiveFlags(d->vc), NULL);
+        unsigned flags = vpVirConnLiveFlags(d->vc);
+        vpDaemonUnlock(d);
+        g_autoptr(vpLivePins) live = vpVirPinsRead(doms[i], flags, NULL);
+        vpDaemonLock(d);
         pass[i] = live && vpLivePinsAllSingle(live) ? 1 : 2;
     }
     for (int p = 0; p < 3; p++) {
@@ -446,18 +553,26 @@ onLifecycle(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer dat
 
 /* ---- socket operations ------------------------------------------------------------- */
 
+/* What the main loop does once the hook has its reply. */
 typedef struct {
     vpDaemon *d;
-    char *name; /* NULL: only save */
+    char *name;         /* NULL: only save */
+    gboolean sync;      /* started, reconnect: sync name */
+    gboolean reconnect; /* libvirtd is back: try its socket now */
+    gboolean released;  /* release: a record was freed */
 } vpAfter;
 
 static void
-afterRun(gpointer data)
+afterMain(vpDaemon *d, gpointer data)
 {
     vpAfter *a = data;
-    if (a->name)
-        queueSync(a->d, a->name, VP_SYNC_HOOK);
-    scheduleSave(a->d);
+    if (a->reconnect)
+        vpVirConnPoke(d->vc);
+    if (a->name && a->sync)
+        queueSync(d, a->name, VP_SYNC_HOOK);
+    else if (a->name)
+        released(d, a->name, a->released);
+    scheduleSave(d);
 }
 
 static void
@@ -468,15 +583,28 @@ afterFree(gpointer data)
     g_free(a);
 }
 
+/* Socket thread, once the reply is out. */
 static void
-setAfter(vpServerAfter *after, vpDaemon *d, const char *sync_name)
+afterRun(gpointer data)
+{
+    vpAfter *a = data;
+    vpAfter *copy = g_memdup2(a, sizeof(*a));
+    copy->name = g_strdup(a->name);
+    g_mutex_lock(&a->d->lock);
+    handoff(a->d, afterMain, copy, afterFree);
+    g_mutex_unlock(&a->d->lock);
+}
+
+static vpAfter *
+setAfter(vpServerAfter *after, vpDaemon *d, const char *name)
 {
     vpAfter *a = g_new0(vpAfter, 1);
     a->d = d;
-    a->name = g_strdup(sync_name);
+    a->name = g_strdup(name);
     after->func = afterRun;
     after->data = a;
     after->destroy = afterFree;
+    return a;
 }
 
 static JsonNode *
@@ -546,13 +674,12 @@ opNotify(vpDaemon *d, JsonObject *req, vpServerAfter *after, gboolean sync, GErr
         return NULL;
     if (!vpConfigManages(d->cfg, name))
         return ignored();
+    vpAfter *a = setAfter(after, d, name);
     if (sync) {
-        if (strcmp(json_object_get_string_member(req, "op"), "reconnect") == 0)
-            vpVirConnPoke(d->vc);
-        setAfter(after, d, name);
+        a->sync = TRUE;
+        a->reconnect = strcmp(json_object_get_string_member(req, "op"), "reconnect") == 0;
     } else {
-        release(d, name);
-        setAfter(after, d, NULL);
+        a->released = releaseRecord(d, name);
     }
     return vpProtoReplyOk(NULL);
 }
@@ -665,35 +792,98 @@ opTopology(vpDaemon *d)
     return reply;
 }
 
+static gboolean
+hookOp(const char *op)
+{
+    return strcmp(op, "reserve") == 0 || strcmp(op, "started") == 0 ||
+           strcmp(op, "reconnect") == 0 || strcmp(op, "release") == 0;
+}
+
+static gboolean
+operatorOp(const char *op)
+{
+    return strcmp(op, "status") == 0 || strcmp(op, "plan") == 0 || strcmp(op, "topology") == 0 ||
+           vpBalanceHandles(op);
+}
+
+/* Socket thread, state lock held. */
 static JsonNode *
-handle(JsonObject *req, vpServerAfter *after, gpointer data)
+handleHook(vpDaemon *d, const char *op, JsonObject *req, vpServerAfter *after, GError **error)
+{
+    if (strcmp(op, "reserve") == 0)
+        return opReserve(d, req, after, error);
+    return opNotify(d, req, after, strcmp(op, "release") != 0, error);
+}
+
+/* Main loop. */
+static JsonNode *
+handleOperator(vpDaemon *d, const char *op, JsonObject *req, GError **error)
+{
+    if (strcmp(op, "status") == 0)
+        return opStatus(d, req, error);
+    if (strcmp(op, "plan") == 0)
+        return opPlan(d, req, error);
+    if (strcmp(op, "topology") == 0)
+        return opTopology(d);
+    return vpBalanceOp(d->balance, op, req, error);
+}
+
+typedef struct {
+    JsonObject *req;
+    vpServerCall *call; /* NULL once answered */
+} vpOperatorCall;
+
+static void
+operatorMain(vpDaemon *d, gpointer data)
+{
+    vpOperatorCall *oc = data;
+    g_autoptr(GError) err = NULL;
+    const char *op = json_object_get_string_member(oc->req, "op");
+    JsonNode *reply = handleOperator(d, op, oc->req, &err);
+    vpServerCallReply(g_steal_pointer(&oc->call), reply ? reply : replyFromError(err), NULL);
+}
+
+static void
+operatorCallFree(gpointer data)
+{
+    vpOperatorCall *oc = data;
+    if (oc->call)
+        vpServerCallReply(oc->call, vpProtoReplyError("vcpuplaced is stopping", FALSE), NULL);
+    json_object_unref(oc->req);
+    g_free(oc);
+}
+
+/* Socket thread. */
+static JsonNode *
+handle(JsonObject *req, vpServerCall *call, vpServerAfter *after, gpointer data)
 {
     vpDaemon *d = data;
     g_autoptr(GError) err = NULL;
     const char *op = vpProtoGetString(req, "op", TRUE, &err);
-    JsonNode *reply = NULL;
     if (!op)
         return vpProtoReplyError(err->message, FALSE);
-    if (strcmp(op, "reserve") == 0)
-        reply = opReserve(d, req, after, &err);
-    else if (strcmp(op, "started") == 0 || strcmp(op, "reconnect") == 0)
-        reply = opNotify(d, req, after, TRUE, &err);
-    else if (strcmp(op, "release") == 0)
-        reply = opNotify(d, req, after, FALSE, &err);
-    else if (strcmp(op, "status") == 0)
-        reply = opStatus(d, req, &err);
-    else if (strcmp(op, "plan") == 0)
-        reply = opPlan(d, req, &err);
-    else if (strcmp(op, "topology") == 0)
-        reply = opTopology(d);
-    else if (vpBalanceHandles(op))
-        reply = vpBalanceOp(d->balance, op, req, &err);
-    else
+    if (hookOp(op)) {
+        g_mutex_lock(&d->lock);
+        JsonNode *reply = handleHook(d, op, req, after, &err);
+        g_mutex_unlock(&d->lock);
+        return reply ? reply : replyFromError(err);
+    }
+    if (!operatorOp(op)) {
         g_set_error(&err, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
                     "unknown operation '%s' (known: reserve, started, release, reconnect, "
                     "status, plan, topology, top, rebalance, metrics)",
                     op);
-    return reply ? reply : replyFromError(err);
+        return replyFromError(err);
+    }
+    /* Operator commands read what the main loop owns (the rebalancer's figures, the
+     * cookies) and may call libvirt: answered there. */
+    vpOperatorCall *oc = g_new0(vpOperatorCall, 1);
+    oc->req = json_object_ref(req);
+    oc->call = call;
+    g_mutex_lock(&d->lock);
+    handoff(d, operatorMain, oc, operatorCallFree);
+    g_mutex_unlock(&d->lock);
+    return NULL;
 }
 
 /* ---- life cycle ------------------------------------------------------------------------ */
@@ -711,7 +901,16 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     if (!mgr)
         return NULL;
 
+    if (pollLock) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "a daemon already runs in this process");
+        return NULL;
+    }
     vpDaemon *d = g_new0(vpDaemon, 1);
+    g_mutex_init(&d->lock);
+    g_mutex_lock(&d->lock);
+    pollLock = &d->lock;
+    g_main_context_set_poll_func(NULL, pollUnlocked);
+    d->handoffs = g_ptr_array_new_with_free_func((GDestroyNotify)g_source_unref);
     d->cfg = g_steal_pointer(&owned);
     d->mgr = g_steal_pointer(&mgr);
     d->pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -751,8 +950,14 @@ vpDaemonFree(vpDaemon *d)
     /* Before the connection: the hotplug watcher deregisters its QEMU events on it. */
     vpHotplugFree(d->hotplug);
     vpCookiesFree(d->cookies);
-    /* The server first: its connections may hold after-work pointing at d. */
+    /* The server first: its connections may hold after-work pointing at d. Its thread may
+     * be waiting for the state lock. */
+    g_mutex_unlock(&d->lock);
     vpServerFree(d->srv);
+    g_mutex_lock(&d->lock);
+    for (guint i = 0; i < d->handoffs->len; i++)
+        g_source_destroy(d->handoffs->pdata[i]);
+    g_ptr_array_unref(d->handoffs);
     vpVirConnFree(d->vc);
     if (d->work_id)
         g_source_remove(d->work_id);
@@ -772,6 +977,10 @@ vpDaemonFree(vpDaemon *d)
     g_hash_table_destroy(d->attempts);
     g_array_free(d->listeners, TRUE);
     vpConfigFree(d->cfg);
+    g_main_context_set_poll_func(NULL, g_poll);
+    pollLock = NULL;
+    g_mutex_unlock(&d->lock);
+    g_mutex_clear(&d->lock);
     g_free(d);
 }
 
@@ -818,21 +1027,15 @@ vpDaemonReload(vpDaemon *d, GError **error)
     return TRUE;
 }
 
-gboolean
-vpDaemonPin(vpDaemon *d, const char *name, const vpPlan *plan, GError **error)
+static gboolean
+pinUnlocked(virConnectPtr conn, const char *name, const vpPlan *plan, unsigned flags,
+            GError **error)
 {
-    virConnectPtr conn = vpVirConnGet(d->vc);
-    if (!conn) {
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "domain %s: libvirt is not connected", name);
-        return FALSE;
-    }
     virDomainPtr dom = virDomainLookupByName(conn, name);
     if (!dom) {
         vpVirSetError(error, "domain %s", name);
-        vpVirConnCheck(d->vc);
         return FALSE;
     }
-    unsigned flags = vpVirConnLiveFlags(d->vc);
     gboolean ok = vpVirPinsApply(dom, plan, flags, error);
     if (ok) {
         g_autoptr(vpLivePins) live = vpVirPinsRead(dom, flags, error);
@@ -842,9 +1045,31 @@ vpDaemonPin(vpDaemon *d, const char *name, const vpPlan *plan, GError **error)
                         diff);
         ok = live && !diff;
     }
+    virDomainFree(dom);
+    return ok;
+}
+
+gboolean
+vpDaemonPin(vpDaemon *d, const char *name, const vpPlan *want, GError **error)
+{
+    virConnectPtr conn = vpVirConnGet(d->vc);
+    if (!conn) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "domain %s: libvirt is not connected", name);
+        return FALSE;
+    }
+    if (!want) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "domain %s: no plan to pin", name);
+        return FALSE;
+    }
+    g_autofree char *domain = g_strdup(name);
+    g_autoptr(vpPlan) plan = vpPlanCopy(want);
+    name = domain;
+    unsigned flags = vpVirConnLiveFlags(d->vc);
+    vpDaemonUnlock(d);
+    gboolean ok = pinUnlocked(conn, name, plan, flags, error);
+    vpDaemonLock(d);
     if (!ok)
         vpVirConnCheck(d->vc);
-    virDomainFree(dom);
     return ok;
 }
 
@@ -877,8 +1102,7 @@ gboolean
 vpDaemonBusy(const vpDaemon *d)
 {
     return d->work_id || d->save_id || g_hash_table_size(d->timers) || d->full_sync ||
-           vpCookiesBusy(d->cookies) ||
-           g_hash_table_size(d->pending);
+           vpCookiesBusy(d->cookies) || g_hash_table_size(d->pending);
 }
 
 gboolean

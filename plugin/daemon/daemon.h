@@ -1,8 +1,14 @@
 /*
  * vcpuplaced's wiring: configuration -> topology and manager, the socket server, the
- * libvirt connection and the work queue that connects them, all on the thread-default
- * GLib main loop. Later stages (core-scheduling cookies, the pressure monitor) attach to
- * the per-domain notifications below rather than to libvirt or the socket directly.
+ * libvirt connection and the work queue that connects them, on the GLib main loop of the
+ * thread that creates the daemon; only the socket has a thread of its own. Later stages
+ * (core-scheduling cookies, the pressure monitor) attach to the per-domain notifications
+ * below rather than to libvirt or the socket directly.
+ *
+ * The state lock: the socket thread takes it to answer the hook. The main thread holds it
+ * whenever it runs, except while it waits: in poll, and in libvirt calls, which it makes
+ * between vpDaemonUnlock() and vpDaemonLock(). Across those, the hook may have reserved or
+ * released anything: nothing read from the manager before may be used after.
  */
 #pragma once
 
@@ -21,7 +27,9 @@ typedef struct _vpCookies vpCookies;
 typedef void (*vpDaemonDomainFunc)(vpDaemon *d, const char *name, virDomainPtr dom,
                                    const vpPlan *plan, gpointer data);
 
-/* Takes cfg. Loads the topology and the ledger and binds the socket; does not connect. */
+/* Takes cfg. Loads the topology and the ledger and binds the socket; does not connect.
+ * The calling thread becomes the main thread, holding the state lock; one daemon per
+ * process at a time. */
 vpDaemon *vpDaemonNew(vpConfig *cfg, GError **error);
 void vpDaemonFree(vpDaemon *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpDaemon, vpDaemonFree)
@@ -40,8 +48,12 @@ void vpDaemonResync(vpDaemon *d, const char *name);
  * restart (logged, kept). The ledger is kept: domains on CPUs no longer usable stay there,
  * reported, until they stop or the rebalancer moves them. On error nothing changes. */
 gboolean vpDaemonReload(vpDaemon *d, GError **error);
+/* Around a libvirt call on the main thread (see the state lock above). */
+void vpDaemonUnlock(vpDaemon *d);
+void vpDaemonLock(vpDaemon *d);
 /* Pins a running domain as plan says, now, through libvirt (the placement path), and
- * checks that libvirt shows it. The ledger is the caller's business. */
+ * checks that libvirt shows it. The ledger is the caller's business. Plan is copied
+ * first: the state lock is let go for the calls. */
 gboolean vpDaemonPin(vpDaemon *d, const char *name, const vpPlan *plan, GError **error);
 
 const vpConfig *vpDaemonConfig(const vpDaemon *d);

@@ -80,15 +80,22 @@ pollTick(gpointer data)
         h->poll_id = h->poll_ms ? g_timeout_add(h->poll_ms, pollTick, h) : 0;
         return G_SOURCE_REMOVE;
     }
-    if (!conn || (n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE)) < 0)
+    if (!conn)
         return G_SOURCE_CONTINUE;
+    vpDaemonUnlock(h->d);
+    n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+    vpDaemonLock(h->d);
     for (int i = 0; i < n; i++) {
         const char *name = virDomainGetName(doms[i]);
         const vpDomRecord *rec = vpManagerRecord(mgr, name);
-        int count;
+        int count = 0;
 
-        if (rec && rec->state != VP_DOM_RESERVED &&
-            (count = virDomainGetVcpusFlags(doms[i], 0)) > 0) {
+        if (rec && rec->state != VP_DOM_RESERVED) {
+            vpDaemonUnlock(h->d);
+            count = virDomainGetVcpusFlags(doms[i], 0);
+            vpDaemonLock(h->d);
+        }
+        if (count > 0 && vpManagerRecord(mgr, name)) {
             guint was = GPOINTER_TO_UINT(g_hash_table_lookup(h->counts, name));
             guint announced = GPOINTER_TO_UINT(g_hash_table_lookup(h->announced, name));
 

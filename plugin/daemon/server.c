@@ -1,8 +1,9 @@
 /*
- * Socket server. Each connection owns a read buffer bounded by VP_PROTO_MAX_MESSAGE and a
- * queue of replies written one at a time; a reply's after-work runs from the write's
- * completion, so it can never run while the peer still waits for that reply. Connections
- * are reference counted because their async reads and writes outlive a close.
+ * Socket server, on a thread and main context of its own. Each connection owns a read
+ * buffer bounded by VP_PROTO_MAX_MESSAGE and a queue of replies written one at a time; a
+ * reply's after-work runs from the write's completion, so it can never run while the peer
+ * still waits for that reply. Connections are reference counted because their async reads
+ * and writes outlive a close, and so is the server, because kept calls outlive it.
  */
 #include "daemon/server.h"
 #include "daemon/proto.h"
@@ -20,11 +21,22 @@
 #define VP_SERVER_MAX_QUEUED 64
 
 struct _vpServer {
+    gint ref;
     char *path;
+    GMainContext *ctx;
+    GMainLoop *loop;
+    GThread *thread;
     GSocketService *service;
     vpServerHandleFunc handle;
     gpointer user_data;
-    GList *clients;
+    GList *clients; /* the server's thread only */
+    GMutex lock;    /* guards stopped */
+    gboolean stopped;
+};
+
+struct _vpServerCall {
+    vpServer *srv;
+    gpointer client;
 };
 
 typedef struct {
@@ -45,11 +57,31 @@ typedef struct {
     gboolean closing;  /* stop reading; close once the replies are out */
     gboolean reading;  /* a read is in flight */
     gboolean closed;
-    char *peer; /* "pid 123 uid 0" for log lines */
+    gboolean kept; /* a handler kept the call being answered: read nothing more */
+    char *peer;    /* "pid 123 uid 0" for log lines */
 } vpClient;
 
 static void clientRead(vpClient *c);
 static void clientFlush(vpClient *c);
+static gboolean clientConsume(vpClient *c);
+
+static vpServer *
+serverRef(vpServer *srv)
+{
+    g_atomic_int_inc(&srv->ref);
+    return srv;
+}
+
+static void
+serverUnref(vpServer *srv)
+{
+    if (!g_atomic_int_dec_and_test(&srv->ref))
+        return;
+    g_main_context_unref(srv->ctx);
+    g_mutex_clear(&srv->lock);
+    g_free(srv->path);
+    g_free(srv);
+}
 
 static void
 replyFree(vpReply *r, gboolean run_after)
@@ -127,7 +159,7 @@ writeDone(GObject *source, GAsyncResult *res, gpointer data)
             clientClose(c);
         } else {
             clientFlush(c);
-            if (!c->closed && !c->closing && !c->reading && c->srv &&
+            if (!c->closed && !c->closing && !c->reading && !c->kept && c->srv &&
                 g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED)
                 clientRead(c);
         }
@@ -142,7 +174,7 @@ clientFlush(vpClient *c)
         return;
     vpReply *r = g_queue_pop_head(&c->replies);
     if (!r) {
-        if (c->closing)
+        if (c->closing && !c->kept)
             clientClose(c);
         return;
     }
@@ -162,8 +194,74 @@ clientHandleLine(vpClient *c, const char *line, gsize len)
         return;
     }
     vpServerAfter after = {0};
-    JsonNode *reply = c->srv->handle(req, &after, c->srv->user_data);
+    vpServerCall *call = g_new0(vpServerCall, 1);
+    call->srv = serverRef(c->srv);
+    call->client = clientRef(c);
+    JsonNode *reply = c->srv->handle(req, call, &after, c->srv->user_data);
+    if (!reply) {
+        c->kept = TRUE;
+        return;
+    }
+    serverUnref(call->srv);
+    clientUnref(c);
+    g_free(call);
     clientQueue(c, reply, &after);
+}
+
+typedef struct {
+    vpServerCall *call;
+    JsonNode *reply;
+    vpServerAfter after;
+} vpKeptReply;
+
+static void
+keptReplyFree(gpointer data)
+{
+    vpKeptReply *k = data;
+    if (k->reply)
+        json_node_unref(k->reply);
+    if (k->after.destroy)
+        k->after.destroy(k->after.data);
+    clientUnref(k->call->client);
+    serverUnref(k->call->srv);
+    g_free(k->call);
+    g_free(k);
+}
+
+/* On the server's thread: the kept call's reply goes out, and reading resumes. */
+static gboolean
+keptReplyDeliver(gpointer data)
+{
+    vpKeptReply *k = data;
+    vpClient *c = k->call->client;
+    c->kept = FALSE;
+    if (c->closed || !c->srv)
+        return G_SOURCE_REMOVE;
+    clientQueue(c, g_steal_pointer(&k->reply), &k->after);
+    k->after = (vpServerAfter){0};
+    if (clientConsume(c) && !c->kept && !c->reading && !c->closing &&
+        g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED)
+        clientRead(c);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vpServerCallReply(vpServerCall *call, JsonNode *reply, const vpServerAfter *after)
+{
+    vpKeptReply *k = g_new0(vpKeptReply, 1);
+    k->call = call;
+    k->reply = reply;
+    if (after)
+        k->after = *after;
+    vpServer *srv = call->srv;
+    g_mutex_lock(&srv->lock);
+    gboolean stopped = srv->stopped;
+    if (!stopped)
+        g_main_context_invoke_full(srv->ctx, G_PRIORITY_DEFAULT, keptReplyDeliver, k,
+                                   keptReplyFree);
+    g_mutex_unlock(&srv->lock);
+    if (stopped)
+        keptReplyFree(k);
 }
 
 /* Handles every complete line in the buffer; FALSE once the connection must stop reading.
@@ -174,7 +272,7 @@ clientConsume(vpClient *c)
 {
     gsize start = 0;
     gboolean too_long = FALSE;
-    while (!c->closed && c->srv) {
+    while (!c->closed && c->srv && !c->kept) {
         guint8 *nl = memchr(c->buf->data + start, '\n', c->buf->len - start);
         gsize len = nl ? (gsize)(nl - (c->buf->data + start)) : c->buf->len - start;
         if (len >= VP_PROTO_MAX_MESSAGE) {
@@ -224,7 +322,7 @@ readDone(GObject *source, GAsyncResult *res, gpointer data)
         clientFlush(c);
     } else {
         g_byte_array_append(c->buf, c->chunk, n);
-        if (clientConsume(c) && g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED)
+        if (clientConsume(c) && !c->kept && g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED)
             clientRead(c);
     }
     clientUnref(c);
@@ -237,6 +335,16 @@ clientRead(vpClient *c)
     GInputStream *in = g_io_stream_get_input_stream(G_IO_STREAM(c->conn));
     g_input_stream_read_async(in, c->chunk, sizeof(c->chunk), G_PRIORITY_DEFAULT, c->cancel,
                               readDone, clientRef(c));
+}
+
+static gpointer
+serverMain(gpointer data)
+{
+    vpServer *srv = data;
+    g_main_context_push_thread_default(srv->ctx);
+    g_main_loop_run(srv->loop);
+    g_main_context_pop_thread_default(srv->ctx);
+    return NULL;
 }
 
 static gboolean
@@ -344,20 +452,48 @@ vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GEr
     }
 
     vpServer *srv = g_new0(vpServer, 1);
+    srv->ref = 1;
     srv->path = g_strdup(path);
     srv->handle = handle;
     srv->user_data = user_data;
+    g_mutex_init(&srv->lock);
+    srv->ctx = g_main_context_new();
+    srv->loop = g_main_loop_new(srv->ctx, FALSE);
     srv->service = g_socket_service_new();
-    if (!g_socket_listener_add_socket(G_SOCKET_LISTENER(srv->service), sock, NULL, error)) {
+    /* A new service is active: it starts accepting, on the thread-default context, as soon
+     * as it has a socket. */
+    g_main_context_push_thread_default(srv->ctx);
+    gboolean added =
+        g_socket_listener_add_socket(G_SOCKET_LISTENER(srv->service), sock, NULL, error);
+    g_main_context_pop_thread_default(srv->ctx);
+    if (!added) {
         g_unlink(path);
         g_object_unref(srv->service);
-        g_free(srv->path);
-        g_free(srv);
+        g_main_loop_unref(srv->loop);
+        serverUnref(srv);
         return NULL;
     }
     g_signal_connect(srv->service, "incoming", G_CALLBACK(onIncoming), srv);
-    g_socket_service_start(srv->service);
+    srv->thread = g_thread_new("vp-socket", serverMain, srv);
     return srv;
+}
+
+/* On the server's thread: nothing is accepted or read any more. */
+static gboolean
+serverStop(gpointer data)
+{
+    vpServer *srv = data;
+    g_socket_service_stop(srv->service);
+    g_socket_listener_close(G_SOCKET_LISTENER(srv->service));
+    g_signal_handlers_disconnect_by_data(srv->service, srv);
+    while (srv->clients) {
+        vpClient *c = srv->clients->data;
+        srv->clients = g_list_delete_link(srv->clients, srv->clients);
+        c->srv = NULL;
+        clientClose(c);
+    }
+    g_main_loop_quit(srv->loop);
+    return G_SOURCE_REMOVE;
 }
 
 void
@@ -365,23 +501,16 @@ vpServerFree(vpServer *srv)
 {
     if (!srv)
         return;
-    g_socket_service_stop(srv->service);
-    g_socket_listener_close(G_SOCKET_LISTENER(srv->service));
-    g_signal_handlers_disconnect_by_data(srv->service, srv);
+    g_mutex_lock(&srv->lock);
+    srv->stopped = TRUE;
+    g_mutex_unlock(&srv->lock);
+    g_main_context_invoke(srv->ctx, serverStop, srv);
+    g_thread_join(srv->thread);
+    /* What the cancelled reads and writes still have to say. */
+    while (g_main_context_iteration(srv->ctx, FALSE))
+        ;
     g_object_unref(srv->service);
-    while (srv->clients) {
-        vpClient *c = srv->clients->data;
-        srv->clients = g_list_delete_link(srv->clients, srv->clients);
-        c->srv = NULL;
-        clientClose(c);
-    }
+    g_main_loop_unref(srv->loop);
     g_unlink(srv->path);
-    g_free(srv->path);
-    g_free(srv);
-}
-
-guint
-vpServerNClients(const vpServer *srv)
-{
-    return g_list_length(srv->clients);
+    serverUnref(srv);
 }

@@ -1,8 +1,7 @@
 /*
  * The daemon's Unix socket: accepts root peers only, reads JSON lines with a size bound,
  * hands each request to one handler and writes its reply. A bad message gets an error
- * reply; an oversized one gets an error reply and the connection is closed. Runs on the
- * thread-default main context.
+ * reply; an oversized one gets an error reply and the connection is closed.
  */
 #pragma once
 
@@ -19,17 +18,26 @@ typedef struct {
     GDestroyNotify destroy;
 } vpServerAfter;
 
-/* Returns the reply (the server takes it); may fill *after. */
-typedef JsonNode *(*vpServerHandleFunc)(JsonObject *request, vpServerAfter *after,
-                                        gpointer user_data);
+/* A request whose reply a handler gives later, from whichever thread it is on. */
+typedef struct _vpServerCall vpServerCall;
+
+/* Runs on the server's thread. Returns the reply (the server takes it), or NULL after
+ * keeping call, to be answered with vpServerCallReply(): the connection reads no further
+ * request until then, so replies keep their order. May fill *after, which then runs on
+ * the server's thread. */
+typedef JsonNode *(*vpServerHandleFunc)(JsonObject *request, vpServerCall *call,
+                                        vpServerAfter *after, gpointer user_data);
 
 /* Binds path (mode 0600; a stale socket is replaced, a live one is an error), creating
- * its directory (0700: root's peers only) when missing. */
+ * its directory (0700: root's peers only) when missing, and serves it from a thread of
+ * its own, so that a caller busy elsewhere (libvirt) never keeps a hook waiting. */
 vpServer *vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data,
                       GError **error);
-/* Closes the listener and every connection; pending after-work is dropped. */
+/* Stops the thread, closes the listener and every connection; pending after-work is
+ * dropped. */
 void vpServerFree(vpServer *srv);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpServer, vpServerFree)
 
-/* Connections currently open (tests). */
-guint vpServerNClients(const vpServer *srv);
+/* Answers a kept call; takes reply, *after (may be NULL) and call. Any thread; once the
+ * server is freed the reply is dropped and after's destroy runs. */
+void vpServerCallReply(vpServerCall *call, JsonNode *reply, const vpServerAfter *after);
