@@ -398,6 +398,58 @@ START_TEST(test_hook_refusal_and_failure_modes)
 }
 END_TEST
 
+/* The hook, run while the test's thread, vcpuplaced's main thread, neither polls nor holds
+ * the state lock: as it is while it waits on libvirt. */
+static int
+hookWhileMainWaits(vpDaemon *d, const char *name, const char *op, const char *subop,
+                   const char *xml, char **errout)
+{
+    g_autoptr(GSubprocessLauncher) l =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                  G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_subprocess_launcher_setenv(l, "VCPUPLACE_CONFIG", confpath, TRUE);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GSubprocess) p =
+        g_subprocess_launcher_spawn(l, &err, VP_HOOK, name, op, subop, "-", NULL);
+    ck_assert_msg(p, "spawn: %s", err ? err->message : "");
+    vpDaemonUnlock(d);
+    /* The synchronous form runs a main context of its own, not the daemon's. */
+    gboolean ok = g_subprocess_communicate_utf8(p, xml, NULL, NULL, errout, &err);
+    vpDaemonLock(d);
+    ck_assert_msg(ok, "communicate: %s", err ? err->message : "");
+    return g_subprocess_get_exit_status(p);
+}
+
+START_TEST(test_hook_answered_while_main_loop_waits)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-256.xml", BIG_TOPOLOGY,
+                "hook_failure=closed\nhook_timeout_ms=5000\n");
+    g_autoptr(vpDaemon) d = startDaemon();
+    vpManager *m = vpDaemonManager(d);
+    g_autofree char *web = domainXML("web", 4, "smt='spread'", NULL);
+    g_autofree char *db = domainXML("db", 2, "smt='isolate'", NULL);
+    g_autofree char *err = NULL;
+
+    ck_assert_int_eq(hook("db", "prepare", "begin", db, NULL), 0);
+    ck_assert_int_eq(hookWhileMainWaits(d, "web", "prepare", "begin", web, &err), 0);
+    ck_assert_msg(!strstr(err, "refusing"), "stderr: %s", err);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "web")->state), "reserved");
+    ck_assert_uint_eq(vpManagerPlan(m, "web")->nvcpus, 4);
+    g_clear_pointer(&err, g_free);
+    ck_assert_int_eq(hookWhileMainWaits(d, "db", "release", "end", db, &err), 0);
+    ck_assert_ptr_null(vpManagerRecord(m, "db"));
+    ck_assert(vpLedgerCheck(vpManagerLedger(m), NULL));
+
+    /* The after-work (the save) waited for the main loop. */
+    waitIdle(d);
+    g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
+    g_autoptr(vpLedger) saved = vpLedgerLoad(vpManagerTopology(m), state, NULL);
+    ck_assert_ptr_nonnull(saved);
+    ck_assert_uint_eq(vpLedgerNDomains(saved), 1);
+    ck_assert_ptr_nonnull(vpLedgerLookup(saved, "web"));
+}
+END_TEST
+
 /* A listener that accepts nothing: connect succeeds into the backlog, no reply comes. */
 START_TEST(test_hook_times_out)
 {
@@ -870,6 +922,7 @@ suite(void)
     tcase_add_test(tc, test_hook_reserve_then_start);
     tcase_add_test(tc, test_hook_refusal_and_failure_modes);
     tcase_add_test(tc, test_hook_times_out);
+    tcase_add_test(tc, test_hook_answered_while_main_loop_waits);
     tcase_add_test(tc, test_cputune_pins_respected);
     tcase_add_test(tc, test_domains_filter);
     tcase_add_test(tc, test_restart_reconciles);
