@@ -112,13 +112,15 @@ h_true=$(med "${hookms[true]}")
 h_vp=$(med "${hookms[vcpuplace]}")
 ms() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 1000 }'; }
 diffms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (a - b) / 1000 }'; }
+# Medians of an even count end in .5: bash arithmetic cannot take them.
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'; }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); hook through the sh wrapper: $wrapper"
 echo "virsh start, median of $rounds: $(ms "$m_none") ms without a hook," \
     "$(ms "$m_true") ms with /bin/true, $(ms "$m_vp") ms with vcpuplace"
 echo "added by vcpuplace: $(diffms "$m_vp" "$m_none") ms over no hook," \
     "$(diffms "$m_vp" "$m_true") ms over libvirt's own hook cost"
 echo "inside libvirtd, the three hook calls of a start (median): $h_true ms for /bin/true," \
-    "$h_vp ms for vcpuplace: $((h_vp - h_true)) ms added by vcpuplace's hook and daemon"
+    "$h_vp ms for vcpuplace: $(minus "$h_vp" "$h_true") ms added by vcpuplace's hook and daemon"
 echo "hook prepare (reserve) alone, median of 100: $(ms "$m_alone") ms"
 {
     printf '{"rounds": %d, "wrapper": "%s", "loadavg": "%s",\n' "$rounds" "$wrapper" \
@@ -133,7 +135,7 @@ echo "hook prepare (reserve) alone, median of 100: $(ms "$m_alone") ms"
     printf ' "hook_calls_ms_true": [%s], "hook_calls_ms_vcpuplace": [%s],\n' \
         "$(echo ${hookms[true]} | tr ' ' ',')" "$(echo ${hookms[vcpuplace]} | tr ' ' ',')"
     printf ' "median_hook_calls_ms": {"true": %s, "vcpuplace": %s},\n' "$h_true" "$h_vp"
-    printf ' "median_hook_added_ms": %s,\n' "$((h_vp - h_true))"
+    printf ' "median_hook_added_ms": %s,\n' "$(minus "$h_vp" "$h_true")"
     printf ' "hook_prepare_alone_median_us": %s}\n' "$m_alone"
 } >"$out"
 echo "written: $out"
