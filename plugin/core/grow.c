@@ -12,34 +12,11 @@
 #include "core/grow.h"
 #include "core/placer.h"
 
-#include <stdarg.h>
 #include <string.h>
 
 /* Names that no libvirt domain and no trust group can have ('/' is refused by both). */
 #define OUTSIDE_DOMAIN "/outside"
 #define OWN_GROUP "/own"
-
-static void degrade(vpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static void
-degrade(vpPlan *plan, const char *fmt, ...)
-{
-    va_list ap;
-    g_autofree char *msg = NULL;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    plan->degraded = true;
-    if (plan->degraded_reason) {
-        char *joined = g_strdup_printf("%s; %s", plan->degraded_reason, msg);
-
-        g_free(plan->degraded_reason);
-        plan->degraded_reason = joined;
-    } else {
-        plan->degraded_reason = g_steal_pointer(&msg);
-    }
-}
 
 /* "vCPU 2" or "vCPUs 2-3", for messages. */
 static char *
@@ -332,7 +309,7 @@ grow(const vpTopology *topo, const vpLedger *ledger, vpPlan *plan, unsigned n, G
             sub = vpPlace(topo, work, req, &err);
         }
         if (!sub) {
-            degrade(plan, "%s hot-plugged but left unpinned: %s", which, err->message);
+            vpPlanDegrade(plan, "%s hot-plugged but left unpinned: %s", which, err->message);
             return TRUE;
         }
     }
@@ -341,15 +318,15 @@ grow(const vpTopology *topo, const vpLedger *ledger, vpPlan *plan, unsigned n, G
     hwloc_bitmap_or(plan->reserved, plan->reserved, sub->reserved);
     plan->overcommit |= sub->overcommit;
     if (sub->degraded)
-        degrade(plan, "%s: %s", which, sub->degraded_reason);
+        vpPlanDegrade(plan, "%s: %s", which, sub->degraded_reason);
     if (plan->level < VP_LEVEL_HOST && plan->level_index >= 0) {
         bool outside = false;
 
         for (unsigned i = 0; i < sub->nvcpus; i++)
             outside |= !insideLevel(topo, plan, sub->vcpu_pu[i]);
         if (outside) {
-            degrade(plan, "%s placed outside the %s of the other vCPUs: no free core there", which,
-                    vpLevelName(plan->level));
+            vpPlanDegrade(plan, "%s placed outside the %s of the other vCPUs: no free core there",
+                          which, vpLevelName(plan->level));
             relevel(topo, plan);
         }
     }

@@ -622,10 +622,8 @@ pickOvercommit(const vpCtx *ctx, int n, vpChoice *choice)
     return choice->pick.n == n;
 }
 
-static void degrade(vpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-static void
-degrade(vpPlan *plan, const char *fmt, ...)
+void
+vpPlanDegrade(vpPlan *plan, const char *fmt, ...)
 {
     va_list ap;
     g_autofree char *msg = NULL;
@@ -667,7 +665,7 @@ placeEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
                         plan->domain);
             return FALSE;
         }
-        degrade(plan, "emulator=dedicated relaxed to emulator=vcpus: no free PU left");
+        vpPlanDegrade(plan, "emulator=dedicated relaxed to emulator=vcpus: no free PU left");
         return TRUE;
     default:
         return TRUE;
@@ -733,8 +731,8 @@ vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GE
     if (!found && locality != VP_LOCALITY_AUTO && req->policy.unmet == VP_UNMET_DEGRADE) {
         found = search(&ctx, smt, VP_LOCALITY_AUTO, n, &choice);
         if (found)
-            degrade(plan, "locality=%s relaxed to locality=auto: no single %s has room",
-                    vpLocalityName(locality), levelPhrase(localityLevel(locality)));
+            vpPlanDegrade(plan, "locality=%s relaxed to locality=auto: no single %s has room",
+                          vpLocalityName(locality), levelPhrase(localityLevel(locality)));
     }
     if (!found && (smt == VP_SMT_ISOLATE || smt == VP_SMT_PACK) &&
         req->policy.unmet == VP_UNMET_DEGRADE) {
@@ -742,7 +740,7 @@ vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GE
 
         found = search(&ctx, VP_SMT_SPREAD, VP_LOCALITY_AUTO, n, &choice);
         if (found)
-            degrade(plan, "smt=%s relaxed to smt=spread: %s", vpSmtName(smt), why);
+            vpPlanDegrade(plan, "smt=%s relaxed to smt=spread: %s", vpSmtName(smt), why);
     }
     if (!found && smt == VP_SMT_SHARE && req->policy.unmet == VP_UNMET_DEGRADE &&
         pickOvercommit(&ctx, n, &choice)) {
@@ -755,10 +753,10 @@ vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GE
         }
         list = vpCpuListFormat(shared);
         plan->overcommit = true;
-        degrade(plan,
-                "smt=share overcommitted: CPUs %s are time-shared with other smt=share "
-                "domains (no free PU left)",
-                list);
+        vpPlanDegrade(plan,
+                      "smt=share overcommitted: CPUs %s are time-shared with other smt=share "
+                      "domains (no free PU left)",
+                      list);
         found = true;
     }
     if (!found) {

@@ -12,3 +12,8 @@
 
 vpPlan *vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
                 GError **error);
+
+/* Marks plan degraded and appends the formatted reason to degraded_reason, "; "-separated,
+ * so a plan relaxed for several reasons names them all. Shared with vpPlanResize(), which
+ * relaxes plans the same way. */
+void vpPlanDegrade(vpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
