@@ -11,6 +11,7 @@
  */
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/trace.h"
 #include "core/score.h"
 
 #include <math.h>
@@ -18,38 +19,6 @@
 #include <string.h>
 
 #define VP_SCORE_MAX_VCPUS 4096
-
-static gboolean
-memberInt(JsonObject *obj, const char *key, gint64 min, gint64 max, gint64 *out, GError **error)
-{
-    JsonNode *node = json_object_get_member(obj, key);
-
-    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"%s\" must be an integer", key);
-        return FALSE;
-    }
-    *out = json_node_get_int(node);
-    if (*out < min || *out > max) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "\"%s\": %" G_GINT64_FORMAT " is not within %" G_GINT64_FORMAT
-                    "..%" G_GINT64_FORMAT,
-                    key, *out, min, max);
-        return FALSE;
-    }
-    return TRUE;
-}
-
-static const char *
-memberString(JsonObject *obj, const char *key, GError **error)
-{
-    JsonNode *node = json_object_get_member(obj, key);
-
-    if (!node || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_STRING) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"%s\" must be a string", key);
-        return NULL;
-    }
-    return json_node_get_string(node);
-}
 
 static gboolean
 memberUs(JsonObject *obj, double *us, GError **error)
@@ -122,7 +91,7 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
                                        "refused", "cpus", "reserved", "us",  NULL};
     vpPolicy policy;
     vpSmt vpsmt;
-    gint64 vcpus, threads = 1;
+    unsigned vcpus = 0, threads = 1;
     const char *smt, *group = NULL;
     double us;
     g_autofree int *cpus = NULL, *reserved = NULL;
@@ -130,14 +99,18 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
     guint ncpus, nreserved = 0;
     gboolean ok;
 
-    if (!checkKeys(obj, keys, error) ||
-        !memberInt(obj, "vcpus", 1, VP_SCORE_MAX_VCPUS, &vcpus, error) ||
-        !(smt = memberString(obj, "smt", error)) || !memberUs(obj, &us, error))
+    if (!checkKeys(obj, keys, error))
         return FALSE;
-    if (json_object_has_member(obj, "threads") && !memberInt(obj, "threads", 1, 8, &threads, error))
+    if (!json_object_has_member(obj, "vcpus")) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "start needs \"vcpus\"");
+        return FALSE;
+    }
+    if (!vpTraceGetUInt(obj, "vcpus", VP_SCORE_MAX_VCPUS, &vcpus, error) ||
+        !(smt = vpTraceGetString(obj, "smt", error)) || !memberUs(obj, &us, error) ||
+        !vpTraceGetUInt(obj, "threads", 8, &threads, error))
         return FALSE;
     if (json_object_has_member(obj, "group") && !json_object_get_null_member(obj, "group") &&
-        !(group = memberString(obj, "group", error)))
+        !(group = vpTraceGetString(obj, "group", error)))
         return FALSE;
     if (group && *group && !vpPolicyValidGroup(group)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"group\": '%s' is not a valid group",
@@ -164,16 +137,16 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
                             "a refused start has no \"cpus\" or \"reserved\"");
                 return FALSE;
             }
-            vpScoreRefused(score, (unsigned)vcpus, us);
+            vpScoreRefused(score, vcpus, us);
             return TRUE;
         }
     }
 
     if (!(cpus = memberCpus(obj, "cpus", &ncpus, error)))
         return FALSE;
-    if (ncpus != (guint)vcpus) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "\"cpus\" has %u entries for %" G_GINT64_FORMAT " vCPUs", ncpus, vcpus);
+    if (ncpus != vcpus) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"cpus\" has %u entries for %u vCPUs",
+                    ncpus, vcpus);
         return FALSE;
     }
     if (json_object_has_member(obj, "reserved")) {
@@ -189,8 +162,7 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
             hwloc_bitmap_set(held, reserved[i]);
         }
     }
-    return vpScorePlaced(score, name, group, vpsmt, (unsigned)threads, (unsigned)vcpus, cpus, held,
-                         us, error);
+    return vpScorePlaced(score, name, group, vpsmt, threads, vcpus, cpus, held, us, error);
 }
 
 static gboolean
@@ -208,7 +180,8 @@ scoreLine(vpScore *score, const char *line, GError **error)
         return FALSE;
     }
     obj = json_node_get_object(json_parser_get_root(parser));
-    if (!(op = memberString(obj, "op", error)) || !(name = memberString(obj, "name", error)))
+    if (!(op = vpTraceGetString(obj, "op", error)) ||
+        !(name = vpTraceGetString(obj, "name", error)))
         return FALSE;
     if (!*name) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"name\" must not be empty");

@@ -22,8 +22,8 @@ isPolicyKey(const char *key)
     return FALSE;
 }
 
-static gboolean
-getUInt(JsonObject *obj, const char *key, unsigned max, unsigned *out, GError **error)
+gboolean
+vpTraceGetUInt(JsonObject *obj, const char *key, unsigned max, unsigned *out, GError **error)
 {
     JsonNode *node = json_object_get_member(obj, key);
     gint64 v;
@@ -44,8 +44,8 @@ getUInt(JsonObject *obj, const char *key, unsigned max, unsigned *out, GError **
     return TRUE;
 }
 
-static const char *
-getString(JsonObject *obj, const char *key, GError **error)
+const char *
+vpTraceGetString(JsonObject *obj, const char *key, GError **error)
 {
     JsonNode *node = json_object_get_member(obj, key);
 
@@ -80,14 +80,14 @@ parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError *
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "start needs \"vcpus\"");
         return FALSE;
     }
-    if (!getUInt(obj, "vcpus", VP_TRACE_MAX_VCPUS, &vcpus, error))
+    if (!vpTraceGetUInt(obj, "vcpus", VP_TRACE_MAX_VCPUS, &vcpus, error))
         return FALSE;
     ev->req = vpRequestNew(ev->name, vcpus);
     vpPolicyClear(&ev->req->policy);
     vpPolicyCopy(&ev->req->policy, defaults);
-    if (!getUInt(obj, "threads", 8, &ev->req->threads, error) ||
-        !getUInt(obj, "cores", VP_TRACE_MAX_VCPUS, &ev->req->cores, error) ||
-        !getUInt(obj, "sockets", VP_TRACE_MAX_VCPUS, &ev->req->sockets, error))
+    if (!vpTraceGetUInt(obj, "threads", 8, &ev->req->threads, error) ||
+        !vpTraceGetUInt(obj, "cores", VP_TRACE_MAX_VCPUS, &ev->req->cores, error) ||
+        !vpTraceGetUInt(obj, "sockets", VP_TRACE_MAX_VCPUS, &ev->req->sockets, error))
         return FALSE;
     for (GList *l = members; l; l = l->next) {
         const char *key = l->data;
@@ -100,7 +100,7 @@ parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError *
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown key \"%s\"", key);
             return FALSE;
         }
-        if (!(value = getString(obj, key, error)) ||
+        if (!(value = vpTraceGetString(obj, key, error)) ||
             !vpPolicySetAttr(&ev->req->policy, key, value, error))
             return FALSE;
     }
@@ -123,7 +123,8 @@ vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev, G
         return FALSE;
     }
     obj = json_node_get_object(json_parser_get_root(parser));
-    if (!(op = getString(obj, "op", error)) || !(name = getString(obj, "name", error)))
+    if (!(op = vpTraceGetString(obj, "op", error)) ||
+        !(name = vpTraceGetString(obj, "name", error)))
         return FALSE;
     if (!validName(name)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"name\": '%s' is not a valid domain name",

@@ -9,6 +9,8 @@
 
 #include "core/request.h"
 
+#include <json-glib/json-glib.h>
+
 typedef enum { VP_TRACE_START, VP_TRACE_STOP } vpTraceOp;
 
 typedef struct {
@@ -21,3 +23,10 @@ typedef struct {
 gboolean vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev,
                           GError **error);
 void vpTraceEventClear(vpTraceEvent *ev);
+
+/* Member getters for JSON-lines input, shared with `vcpuplace score`; errors name the key.
+ * vpTraceGetUInt() leaves *out as it is when key is absent, else wants an integer in
+ * 1..max; vpTraceGetString() wants key present. */
+gboolean vpTraceGetUInt(JsonObject *obj, const char *key, unsigned max, unsigned *out,
+                        GError **error);
+const char *vpTraceGetString(JsonObject *obj, const char *key, GError **error);
