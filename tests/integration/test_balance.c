@@ -8,6 +8,8 @@
  * puts the monitor's samples ([rebalance] mode=off keeps the timer out of the way).
  * Everything after that is real: pressure, rebalancer, pinning through libvirt, ledger.
  */
+#include "harness.h"
+
 #include "core/ledger.h"
 #include "daemon/balance.h"
 #include "daemon/daemon.h"
@@ -15,89 +17,29 @@
 
 #include <check.h>
 #include <glib/gstdio.h>
-#include <libvirt/virterror.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define POLICY_NS "http://vcpuplace.org/xmlns/policy/1.0"
 /* This machine's shape: two CPUs, no SMT. */
 #define TOPOLOGY "synthetic:pack:1 core:2 pu:1"
 #define SEC 1000000000LL
 
-static char *tmpdir;
-static char *confpath;
-
-static GLogWriterOutput
-quietWriter(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
-{
-    if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL))
-        return g_log_writer_standard_streams(level, fields, n, data);
-    return G_LOG_WRITER_HANDLED;
-}
-
-static void
-setupTmp(void)
-{
-    tmpdir = g_dir_make_tmp("vp-balance-XXXXXX", NULL);
-    ck_assert_ptr_nonnull(tmpdir);
-    confpath = g_build_filename(tmpdir, "vcpuplaced.conf", NULL);
-}
-
-static void
-teardownTmp(void)
-{
-    g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-    g_clear_pointer(&tmpdir, g_free);
-    g_clear_pointer(&confpath, g_free);
-}
-
 /* test:///default with only this test's domains managed (it runs one of its own). */
 static void
-writeConfig(const char *host_cpus, const char *rebalance)
+writeBalanceConfig(const char *host_cpus, const char *rebalance)
 {
-    g_autofree char *text =
-        g_strdup_printf("[daemon]\nuri=test:///default\ntopology=" TOPOLOGY "\nhost_cpus=%s\n"
-                        "socket=%s/sock\nstate=%s/state/ledger.json\ndomains=rb-*\n"
-                        "[rebalance]\nmode=off\ntextfile=%s/vcpuplace.prom\n%s",
-                        host_cpus, tmpdir, tmpdir, tmpdir, rebalance ? rebalance : "");
-    ck_assert(g_file_set_contents(confpath, text, -1, NULL));
-}
-
-static void
-waitIdle(vpDaemon *d)
-{
-    while (vpDaemonBusy(d))
-        g_main_context_iteration(NULL, TRUE);
-    while (g_main_context_iteration(NULL, FALSE))
-        ;
-}
-
-static vpDaemon *
-startDaemon(void)
-{
-    g_autoptr(GError) err = NULL;
-    vpConfig *cfg = vpConfigLoad(confpath, &err);
-    ck_assert_msg(cfg, "config: %s", err ? err->message : "");
-    vpDaemon *d = vpDaemonNew(cfg, &err);
-    ck_assert_msg(d, "daemon: %s", err ? err->message : "");
-    vpDaemonStart(d);
-    ck_assert(vpDaemonConnected(d));
-    waitIdle(d);
-    return d;
+    g_autofree char *extra = g_strdup_printf(
+        "host_cpus=%s\ndomains=rb-*\n[rebalance]\nmode=off\ntextfile=%s/vcpuplace.prom\n%s",
+        host_cpus, tmpdir, rebalance ? rebalance : "");
+    writeConfig("test:///default", TOPOLOGY, extra);
 }
 
 /* A running 1-vCPU smt=share unmet=degrade domain. */
 static virDomainPtr
 startShare(vpDaemon *d, const char *name)
 {
-    g_autofree char *xml = g_strdup_printf(
-        "<domain type='test'><name>%s</name><memory>65536</memory><vcpu>1</vcpu>"
-        "<os><type>hvm</type></os><metadata><vcpuplace:policy xmlns:vcpuplace='" POLICY_NS
-        "' smt='share' unmet='degrade' emulator='vcpus'/></metadata></domain>",
-        name);
-    virDomainPtr dom = virDomainDefineXML(vpDaemonLibvirt(d), xml);
-    ck_assert_msg(dom, "define: %s", virGetLastErrorMessage());
+    g_autofree char *xml = domainXML(name, 1, "smt='share' unmet='degrade' emulator='vcpus'", NULL);
+    virDomainPtr dom = define(vpDaemonLibvirt(d), xml);
     ck_assert_int_eq(virDomainCreate(dom), 0);
     waitIdle(d);
     return dom;
@@ -150,56 +92,12 @@ feedShared(vpDaemon *d, int n)
 
 /* ---- the real vcpuplace binary while the daemon's loop turns ---------------------------- */
 
-typedef struct {
-    gboolean done;
-    int status;
-    char *out;
-    char *err;
-} vpRun;
-
-static void
-runDone(GObject *src, GAsyncResult *res, gpointer data)
-{
-    vpRun *r = data;
-    g_autoptr(GError) err = NULL;
-    ck_assert_msg(
-        g_subprocess_communicate_utf8_finish(G_SUBPROCESS(src), res, &r->out, &r->err, &err),
-        "communicate: %s", err->message);
-    r->status = g_subprocess_get_if_exited(G_SUBPROCESS(src))
-                    ? g_subprocess_get_exit_status(G_SUBPROCESS(src))
-                    : 128 + g_subprocess_get_term_sig(G_SUBPROCESS(src));
-    r->done = TRUE;
-}
-
-/* Runs argv with input on stdin; returns the exit status, stdout in *out. */
-static int
-run(const char *const *argv, const char *input, char **out)
-{
-    g_autofree char *inpath = g_build_filename(tmpdir, "stdin", NULL);
-    ck_assert(g_file_set_contents(inpath, input ? input : "", -1, NULL));
-    g_autoptr(GSubprocessLauncher) l =
-        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-    g_subprocess_launcher_set_stdin_file_path(l, inpath);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(GSubprocess) p = g_subprocess_launcher_spawnv(l, argv, &err);
-    ck_assert_msg(p, "spawn %s: %s", argv[0], err ? err->message : "");
-    vpRun r = {0};
-    g_subprocess_communicate_utf8_async(p, NULL, NULL, runDone, &r);
-    while (!r.done)
-        g_main_context_iteration(NULL, TRUE);
-    if (r.status != 0)
-        fprintf(stderr, "%s: %s", argv[0], r.err);
-    *out = g_steal_pointer(&r.out);
-    g_free(r.err);
-    return r.status;
-}
-
 /* vcpuplace A1 --config CONF [A2 [A3]] */
 static int
 cli(char **out, const char *a1, const char *a2, const char *a3)
 {
     const char *argv[] = {VP_CLI, a1, "--config", confpath, a2, a3, NULL};
-    return run(argv, NULL, out);
+    return run(argv, NULL, out, NULL);
 }
 
 static JsonObject *
@@ -216,7 +114,7 @@ parseObject(const char *text)
 
 START_TEST(test_separate_overcommitted)
 {
-    writeConfig("0", NULL);
+    writeBalanceConfig("0", NULL);
     g_autoptr(vpDaemon) d = startDaemon();
     vpManager *m = vpDaemonManager(d);
     virDomainPtr a = startShare(d, "rb-a");
@@ -238,7 +136,7 @@ START_TEST(test_separate_overcommitted)
     ck_assert_msg(strstr(dry0, "of 'rb-a' (smt=share) stays: no idle target"), "%s", dry0);
 
     /* reload with CPU 1 usable: nothing moves by itself (mode=off), the ledger is kept */
-    writeConfig("0-1", NULL);
+    writeBalanceConfig("0-1", NULL);
     g_autoptr(GError) err = NULL;
     ck_assert_msg(vpDaemonReload(d, &err), "%s", err ? err->message : "");
     waitIdle(d);
@@ -376,12 +274,12 @@ listeningWriter(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer
 START_TEST(test_auto_moves_once)
 {
     /* the timer must not feed the test driver's empty samples in between */
-    writeConfig("0", "mode=auto\ninterval=3600\n");
+    writeBalanceConfig("0", "mode=auto\ninterval=3600\n");
     g_autoptr(vpDaemon) d = startDaemon();
     vpManager *m = vpDaemonManager(d);
     virDomainPtr a = startShare(d, "rb-a");
     virDomainPtr b = startShare(d, "rb-b");
-    writeConfig("0-1", "mode=auto\ninterval=3600\n");
+    writeBalanceConfig("0-1", "mode=auto\ninterval=3600\n");
     g_autoptr(GError) err = NULL;
     ck_assert_msg(vpDaemonReload(d, &err), "%s", err ? err->message : "");
     waitIdle(d);
@@ -427,7 +325,7 @@ END_TEST
 /* A hotspot with nowhere to go is said once, not every interval. */
 START_TEST(test_notes_said_once)
 {
-    writeConfig("0", "mode=auto\ninterval=3600\n");
+    writeBalanceConfig("0", "mode=auto\ninterval=3600\n");
     g_autoptr(vpDaemon) d = startDaemon();
     virDomainPtr a = startShare(d, "rb-a");
     virDomainPtr b = startShare(d, "rb-b");
@@ -446,7 +344,7 @@ END_TEST
 /* What clients send is checked; a reload that fails changes nothing. */
 START_TEST(test_bad_requests_and_reloads)
 {
-    writeConfig("0", NULL);
+    writeBalanceConfig("0", NULL);
     g_autoptr(vpDaemon) d = startDaemon();
     virDomainPtr a = startShare(d, "rb-a");
     g_autofree char *sock = g_build_filename(tmpdir, "sock", NULL);
@@ -457,7 +355,7 @@ START_TEST(test_bad_requests_and_reloads)
                          "{\"op\":\"rebalance\",\"dry_run\":[true]}\n"
                          "{\"op\":\"toop\"}\n"
                          "{\"op\":\"top\",\"extra\":1}\n",
-                         &out),
+                         &out, NULL),
                      0);
     g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
     ck_assert_uint_eq(g_strv_length(lines), 5);
@@ -486,13 +384,13 @@ START_TEST(test_bad_requests_and_reloads)
     };
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(GError) err = NULL;
-        writeConfig("0-1", bad[i].extra);
+        writeBalanceConfig("0-1", bad[i].extra);
         ck_assert(!vpDaemonReload(d, &err));
         ck_assert_msg(strstr(err->message, bad[i].says), "%s: %s", bad[i].extra, err->message);
     }
     {
         g_autoptr(GError) err = NULL;
-        writeConfig("0-7", NULL);
+        writeBalanceConfig("0-7", NULL);
         ck_assert(!vpDaemonReload(d, &err));
         ck_assert_msg(strstr(err->message, "host_cpus"), "%s", err->message);
     }
@@ -503,7 +401,7 @@ START_TEST(test_bad_requests_and_reloads)
 
     /* a good one: CPU 0 taken away; the domain on it stays, reported */
     g_autoptr(GError) err = NULL;
-    writeConfig("1", NULL);
+    writeBalanceConfig("1", NULL);
     ck_assert_msg(vpDaemonReload(d, &err), "%s", err ? err->message : "");
     waitIdle(d);
     ck_assert_int_eq(planned(d, "rb-a"), 0);

@@ -9,21 +9,19 @@
  * SCHED_CORE (this project's build machine) every domain reads "unsupported", with the
  * kernel's answer, logged once however many domains run.
  */
+#include "harness.h"
+
 #include "daemon/daemon.h"
 #include "host/coresched.h"
 
 #include <check.h>
 #include <libvirt/virterror.h>
-#include <stdlib.h>
 #include <string.h>
 
-#define POLICY_NS "http://vcpuplace.org/xmlns/policy/1.0"
 /* testnode-256.xml is 2 packages x 4 NUMA x 2 L3 x 8 cores x 2 threads. */
 #define BIG_TOPOLOGY "synthetic:pack:2 group:4 [numa] l3:2 core:8 pu:2"
 #define KERNEL_SAYS_NO "core scheduling is not available, so no VM gets a cookie"
 
-static char *tmpdir;
-static char *confpath;
 static guint kernelWarnings;
 
 /* Counts the daemon's one warning about the kernel; other messages stay quiet. */
@@ -35,63 +33,23 @@ countingWriter(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer 
             strstr(fields[i].value, KERNEL_SAYS_NO))
             kernelWarnings++;
     }
-    if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL))
-        return g_log_writer_standard_streams(level, fields, n, data);
-    return G_LOG_WRITER_HANDLED;
+    return quietWriter(level, fields, n, data);
 }
 
 static void
 setup(void)
 {
-    tmpdir = g_dir_make_tmp("vp-cookies-XXXXXX", NULL);
-    ck_assert_ptr_nonnull(tmpdir);
-    confpath = g_build_filename(tmpdir, "vcpuplaced.conf", NULL);
+    setupTmp();
     kernelWarnings = 0;
 }
 
+/* libvirt's qemu.conf is read from tmpdir, where a test may write one. */
 static void
-teardown(void)
+writeCookiesConfig(const char *extra)
 {
-    g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-    g_clear_pointer(&tmpdir, g_free);
-    g_clear_pointer(&confpath, g_free);
-}
-
-static void
-writeConfig(const char *extra)
-{
-    g_autofree char *text = g_strdup_printf(
-        "[daemon]\nuri=test:///%s/xml/testnode-256.xml\ntopology=%s\nsocket=%s/sock\n"
-        "state=%s/state/ledger.json\nqemu_conf=%s/qemu.conf\n%s",
-        VP_TOPDIR, BIG_TOPOLOGY, tmpdir, tmpdir, tmpdir, extra ? extra : "");
-    ck_assert(g_file_set_contents(confpath, text, -1, NULL));
-}
-
-static void
-waitIdle(vpDaemon *d)
-{
-    /* Check's per-test timeout bounds a daemon that never settles. */
-    while (vpDaemonBusy(d))
-        g_main_context_iteration(NULL, TRUE);
-    while (g_main_context_iteration(NULL, FALSE))
-        ;
-    while (vpDaemonBusy(d))
-        g_main_context_iteration(NULL, TRUE);
-}
-
-static vpDaemon *
-startDaemon(void)
-{
-    g_autoptr(GError) err = NULL;
-    vpConfig *cfg = vpConfigLoad(confpath, &err);
-    ck_assert_msg(cfg, "config: %s", err ? err->message : "");
-    vpDaemon *d = vpDaemonNew(cfg, &err);
-    ck_assert_msg(d, "daemon: %s", err ? err->message : "");
-    vpDaemonStart(d);
-    ck_assert(vpDaemonConnected(d));
-    waitIdle(d);
-    return d;
+    g_autofree char *more =
+        g_strdup_printf("qemu_conf=%s/qemu.conf\n%s", tmpdir, extra ? extra : "");
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-256.xml", BIG_TOPOLOGY, more);
 }
 
 static virDomainPtr
@@ -102,8 +60,7 @@ startDomain(vpDaemon *d, const char *name, unsigned current, unsigned max, const
         "<vcpu current='%u'>%u</vcpu><os><type>hvm</type></os>"
         "<metadata><vcpuplace:policy xmlns:vcpuplace='" POLICY_NS "' %s/></metadata></domain>",
         name, current, max, policy);
-    virDomainPtr dom = virDomainDefineXML(vpDaemonLibvirt(d), xml);
-    ck_assert_msg(dom, "define: %s", virGetLastErrorMessage());
+    virDomainPtr dom = define(vpDaemonLibvirt(d), xml);
     ck_assert_msg(virDomainCreate(dom) == 0, "start: %s", virGetLastErrorMessage());
     waitIdle(d);
     return dom;
@@ -111,39 +68,13 @@ startDomain(vpDaemon *d, const char *name, unsigned current, unsigned max, const
 
 /* ---- the CLI, run while the daemon's loop turns ------------------------------------- */
 
-typedef struct {
-    gboolean done;
-    int status;
-    char *out;
-} vpRun;
-
-static void
-runDone(GObject *src, GAsyncResult *res, gpointer data)
-{
-    vpRun *r = data;
-    g_autoptr(GError) err = NULL;
-    ck_assert_msg(g_subprocess_communicate_utf8_finish(G_SUBPROCESS(src), res, &r->out, NULL, &err),
-                  "communicate: %s", err->message);
-    r->status = g_subprocess_get_if_exited(G_SUBPROCESS(src))
-                    ? g_subprocess_get_exit_status(G_SUBPROCESS(src))
-                    : 128;
-    r->done = TRUE;
-}
-
 static char *
 cli(const char *arg)
 {
     const char *argv[] = {VP_CLI, "status", "--config", confpath, arg, NULL};
-    g_autoptr(GError) err = NULL;
-    g_autoptr(GSubprocess) p = g_subprocess_newv(
-        argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, &err);
-    ck_assert_msg(p, "spawn: %s", err ? err->message : "");
-    vpRun r = {0};
-    g_subprocess_communicate_utf8_async(p, NULL, NULL, runDone, &r);
-    while (!r.done)
-        g_main_context_iteration(NULL, TRUE);
-    ck_assert_int_eq(r.status, 0);
-    return r.out;
+    char *out = NULL;
+    ck_assert_int_eq(run(argv, NULL, &out, NULL), 0);
+    return out;
 }
 
 static JsonNode *
@@ -189,7 +120,7 @@ START_TEST(test_cookie_state_reported)
     /* libvirt's sched_core as read from the file the configuration names */
     g_autofree char *qemuconf = g_build_filename(tmpdir, "qemu.conf", NULL);
     ck_assert(g_file_set_contents(qemuconf, "# libvirt\nsched_core = \"vcpus\"\n", -1, NULL));
-    writeConfig(NULL);
+    writeCookiesConfig(NULL);
     vpDaemon *d = startDaemon();
     virDomainPtr a = startDomain(d, "vm-a", 2, 2, "group='g' coresched='group'");
     virDomainPtr b = startDomain(d, "vm-b", 1, 1, "coresched='vm'");
@@ -266,7 +197,7 @@ coreOfCpu(const vpTopology *topo, int cpu)
 
 START_TEST(test_hotplug_without_events)
 {
-    writeConfig("vcpu_poll_ms=100\n");
+    writeCookiesConfig("vcpu_poll_ms=100\n");
     vpDaemon *d = startDaemon();
     virDomainPtr dom = startDomain(d, "grow", 1, 4, "smt='spread'");
     const vpTopology *topo = vpManagerTopology(vpDaemonManager(d));
@@ -320,7 +251,7 @@ main(void)
     int failed;
 
     g_log_set_writer_func(countingWriter, NULL, NULL);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, teardownTmp);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_cookie_state_reported);
     tcase_add_test(tc, test_hotplug_without_events);
