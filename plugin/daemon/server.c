@@ -24,8 +24,8 @@ struct _vpServer {
     gint ref;
     char *path;
     GMainContext *ctx;
-    GMainLoop *loop;
     GThread *thread;
+    gint quit; /* atomic: the thread stops serving */
     GSocketService *service;
     vpServerHandleFunc handle;
     gpointer user_data;
@@ -337,12 +337,29 @@ clientRead(vpClient *c)
                               readDone, clientRef(c));
 }
 
+/* On the server's thread, last: nothing is accepted or read any more. */
+static void
+serverStop(vpServer *srv)
+{
+    g_socket_service_stop(srv->service);
+    g_socket_listener_close(G_SOCKET_LISTENER(srv->service));
+    g_signal_handlers_disconnect_by_data(srv->service, srv);
+    while (srv->clients) {
+        vpClient *c = srv->clients->data;
+        srv->clients = g_list_delete_link(srv->clients, srv->clients);
+        c->srv = NULL;
+        clientClose(c);
+    }
+}
+
 static gpointer
 serverMain(gpointer data)
 {
     vpServer *srv = data;
     g_main_context_push_thread_default(srv->ctx);
-    g_main_loop_run(srv->loop);
+    while (!g_atomic_int_get(&srv->quit))
+        g_main_context_iteration(srv->ctx, TRUE);
+    serverStop(srv);
     g_main_context_pop_thread_default(srv->ctx);
     return NULL;
 }
@@ -458,7 +475,6 @@ vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GEr
     srv->user_data = user_data;
     g_mutex_init(&srv->lock);
     srv->ctx = g_main_context_new();
-    srv->loop = g_main_loop_new(srv->ctx, FALSE);
     srv->service = g_socket_service_new();
     /* A new service is active: it starts accepting, on the thread-default context, as soon
      * as it has a socket. */
@@ -469,31 +485,12 @@ vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GEr
     if (!added) {
         g_unlink(path);
         g_object_unref(srv->service);
-        g_main_loop_unref(srv->loop);
         serverUnref(srv);
         return NULL;
     }
     g_signal_connect(srv->service, "incoming", G_CALLBACK(onIncoming), srv);
     srv->thread = g_thread_new("vp-socket", serverMain, srv);
     return srv;
-}
-
-/* On the server's thread: nothing is accepted or read any more. */
-static gboolean
-serverStop(gpointer data)
-{
-    vpServer *srv = data;
-    g_socket_service_stop(srv->service);
-    g_socket_listener_close(G_SOCKET_LISTENER(srv->service));
-    g_signal_handlers_disconnect_by_data(srv->service, srv);
-    while (srv->clients) {
-        vpClient *c = srv->clients->data;
-        srv->clients = g_list_delete_link(srv->clients, srv->clients);
-        c->srv = NULL;
-        clientClose(c);
-    }
-    g_main_loop_quit(srv->loop);
-    return G_SOURCE_REMOVE;
 }
 
 void
@@ -504,13 +501,13 @@ vpServerFree(vpServer *srv)
     g_mutex_lock(&srv->lock);
     srv->stopped = TRUE;
     g_mutex_unlock(&srv->lock);
-    g_main_context_invoke(srv->ctx, serverStop, srv);
+    g_atomic_int_set(&srv->quit, 1);
+    g_main_context_wakeup(srv->ctx);
     g_thread_join(srv->thread);
     /* What the cancelled reads and writes still have to say. */
     while (g_main_context_iteration(srv->ctx, FALSE))
         ;
     g_object_unref(srv->service);
-    g_main_loop_unref(srv->loop);
     g_unlink(srv->path);
     serverUnref(srv);
 }
