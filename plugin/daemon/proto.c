@@ -40,6 +40,31 @@ vpProtoEncode(JsonNode *node, gsize *len)
     return line;
 }
 
+/* Where the object that starts the text ends. json-glib has checked its syntax, so
+ * counting brackets outside strings finds it. */
+static gsize
+objectEnd(const char *text, gsize len)
+{
+    int depth = 0;
+    gboolean in_string = FALSE;
+    for (gsize i = 0; i < len; i++) {
+        char ch = text[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = FALSE;
+        } else if (ch == '"') {
+            in_string = TRUE;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if ((ch == '}' || ch == ']') && --depth == 0) {
+            return i + 1;
+        }
+    }
+    return len;
+}
+
 JsonObject *
 vpProtoDecodeObject(const char *line, gsize len, GError **error)
 {
@@ -63,6 +88,15 @@ vpProtoDecodeObject(const char *line, gsize len, GError **error)
     if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
         g_set_error(error, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
                     "message is not a JSON object");
+        return NULL;
+    }
+    /* json-glib 1.6 ignores whatever follows the first value; a message is one object. */
+    gsize end = objectEnd(line, len);
+    while (end < len && strchr(" \t\r\n", line[end]))
+        end++;
+    if (end < len) {
+        g_set_error(error, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
+                    "message has more after its JSON object (one object per line)");
         return NULL;
     }
     return json_object_ref(json_node_get_object(root));

@@ -570,18 +570,20 @@ START_TEST(test_socket_bad_input)
     g_autofree char *out = NULL;
     ck_assert_int_eq(run(argv,
                          "garbage\n[1]\n{\"op\":\"nope\"}\n{\"op\":\"status\",\"name\":7}\n"
-                         "{\"op\":\"reserve\",\"name\":\"x\"}\n{\"op\":\"status\"}\n",
+                         "{\"op\":\"reserve\",\"name\":\"x\"}\n"
+                         "{\"op\":\"topology\"} {\"op\":\"nope\"}\n{\"op\":\"status\"}\n",
                          &out, NULL),
                      0);
     g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
-    ck_assert_uint_eq(g_strv_length(lines), 7);
+    ck_assert_uint_eq(g_strv_length(lines), 8);
     ck_assert_msg(strstr(lines[0], "\"ok\":false") && strstr(lines[0], "invalid JSON"), "%s",
                   lines[0]);
     ck_assert_msg(strstr(lines[1], "not a JSON object"), "%s", lines[1]);
     ck_assert_msg(strstr(lines[2], "unknown operation 'nope'"), "%s", lines[2]);
     ck_assert_msg(strstr(lines[3], "member 'name' is not a string"), "%s", lines[3]);
     ck_assert_msg(strstr(lines[4], "member 'xml' is missing"), "%s", lines[4]);
-    ck_assert_msg(strstr(lines[5], "\"ok\":true"), "%s", lines[5]);
+    ck_assert_msg(strstr(lines[5], "more after its JSON object"), "%s", lines[5]);
+    ck_assert_msg(strstr(lines[6], "\"ok\":true"), "%s", lines[6]);
     g_clear_pointer(&out, g_free);
 
     /* 500 requests sent before any reply is read: all answered, in order. */
