@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include "core/plan.h"
 #include "core/request.h"
 
 #define VP_DOMXML_MAX_BYTES (4 * 1024 * 1024)
@@ -19,3 +20,18 @@ gboolean vpDomXMLParsePolicy(const char *xml, gsize len, vpPolicy *policy, GErro
 /* Serializes a policy as the metadata element for virDomainSetMetadata (with uri VP_XML_NS,
  * key VP_XML_PREFIX): <policy .../> in no namespace, as libvirt requires. */
 char *vpDomXMLFormatPolicy(const vpPolicy *policy);
+
+/* What vcpuplaced pinned, recorded in the live XML's <metadata> (uri VP_APPLIED_NS, key
+ * VP_APPLIED_KEY): a saved image and a migration stream carry the live XML, whose
+ * <cputune> then holds pins that were vcpuplace's, not the domain's own. */
+#define VP_APPLIED_NS "http://vcpuplace.org/xmlns/applied/1.0"
+#define VP_APPLIED_KEY "vcpuplace-applied"
+/* <applied vcpus="2,3,-" emulator="4-5"/> ("-": a vCPU left unpinned), in no namespace,
+ * for virDomainSetMetadata. */
+char *vpDomXMLFormatApplied(const vpPlan *plan);
+/* For `restore begin` and `migrate begin`: when every pin in the XML's <cputune> is one its
+ * applied record names, the XML without those pins and without the record, so that the
+ * domain is placed anew where it starts. NULL without an error when there is nothing to
+ * take out, or when the pins were changed since vcpuplace applied them (they are then the
+ * domain's own). */
+char *vpDomXMLStripApplied(const char *xml, gsize len, GError **error);

@@ -566,6 +566,113 @@ START_TEST(test_format_policy)
 }
 END_TEST
 
+/* A live XML as libvirt 9.0 writes it after vcpuplace pinned the domain and recorded it. */
+static char *
+liveXML(const char *pins, const char *record)
+{
+    return g_strdup_printf(
+        "<domain type='kvm' id='3'><name>web</name><vcpu placement='static'>3</vcpu>"
+        "<cputune><shares>2048</shares>%s</cputune>"
+        "<metadata><vcpuplace:policy xmlns:vcpuplace='" VP_XML_NS "' smt='spread'/>%s"
+        "</metadata><os><type>hvm</type></os></domain>",
+        pins, record);
+}
+
+#define APPLIED_RECORD(attrs)                                                                      \
+    "<vcpuplace-applied:applied xmlns:vcpuplace-applied='" VP_APPLIED_NS "' " attrs "/>"
+
+START_TEST(test_applied_record_round_trip)
+{
+    g_autoptr(vpPlan) plan = vpPlanNew("web", 3);
+    g_autoptr(GError) err = NULL;
+
+    plan->vcpu_pu[0] = 2;
+    plan->vcpu_pu[1] = 3;
+    plan->vcpu_pu[2] = 11;
+    plan->emulator = hwloc_bitmap_alloc();
+    hwloc_bitmap_set_range(plan->emulator, 0, 1);
+    g_autofree char *record = vpDomXMLFormatApplied(plan);
+    ck_assert_str_eq(record, "<applied vcpus=\"2,3,11\" emulator=\"0-1\"/>");
+
+    /* What a saved image brings back: the pins vcpuplace applied, its record, and the rest. */
+    g_autofree char *xml = liveXML("<vcpupin vcpu='0' cpuset='2'/><vcpupin vcpu='1' cpuset='3'/>"
+                                   "<vcpupin vcpu='2' cpuset='11'/><emulatorpin cpuset='0-1'/>"
+                                   "<iothreadpin iothread='1' cpuset='0,1'/>",
+                                   APPLIED_RECORD("vcpus='2,3,11' emulator='0-1'"));
+    g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), &err);
+    ck_assert_msg(out, "%s", err ? err->message : "no rewrite");
+    ck_assert_ptr_null(strstr(out, "pin"));
+    ck_assert_ptr_null(strstr(out, VP_APPLIED_NS));
+    ck_assert_ptr_nonnull(strstr(out, "<shares>2048</shares>"));
+    ck_assert_ptr_nonnull(strstr(out, "smt=\"spread\""));
+    /* The result is a domain vcpuplace places: no pins of its own left. */
+    g_autoptr(vpRequest) req = vpDomXMLParse(out, strlen(out), NULL, &err);
+    ck_assert_msg(req, "%s", err ? err->message : "");
+    ck_assert(!req->has_pins);
+    ck_assert_ptr_null(req->emulator_pin);
+    ck_assert_uint_eq(req->vcpus, 3);
+
+    /* Only pins left: <cputune> goes with them. */
+    g_autofree char *bare =
+        g_strdup_printf("<domain type='kvm'><name>a</name><vcpu>1</vcpu><cputune><vcpupin vcpu='0' "
+                        "cpuset='5'/></cputune><metadata>%s</metadata></domain>",
+                        APPLIED_RECORD("vcpus='5'"));
+    g_autofree char *bare_out = vpDomXMLStripApplied(bare, strlen(bare), &err);
+    ck_assert_msg(bare_out, "%s", err ? err->message : "no rewrite");
+    ck_assert_ptr_null(strstr(bare_out, "cputune"));
+}
+END_TEST
+
+/* Pins changed since vcpuplace applied them, or never its own: the XML stays as it is. */
+START_TEST(test_applied_record_kept)
+{
+    static const char *const cases[][2] = {
+        {"<vcpupin vcpu='0' cpuset='2'/><vcpupin vcpu='1' cpuset='4'/>",
+         APPLIED_RECORD("vcpus='2,3'")},
+        {"<vcpupin vcpu='0' cpuset='2-3'/>", APPLIED_RECORD("vcpus='2,3'")},
+        {"<vcpupin vcpu='2' cpuset='2'/>", APPLIED_RECORD("vcpus='2,3'")},
+        {"<vcpupin vcpu='1' cpuset='3'/>", APPLIED_RECORD("vcpus='2,-'")},
+        {"<emulatorpin cpuset='0'/>", APPLIED_RECORD("vcpus='2,3'")},
+        {"<emulatorpin cpuset='0'/>", APPLIED_RECORD("vcpus='2,3' emulator='0-1'")},
+        {"<vcpupin vcpu='0' cpuset='2'/>", ""},
+        {"<vcpupin vcpu='0' cpuset='2'/>", "<applied vcpus='2'/>"},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autofree char *xml = liveXML(cases[i][0], cases[i][1]);
+        g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), &err);
+
+        ck_assert_msg(!out && !err, "case %" G_GSIZE_FORMAT ": %s", i, out ? out : err->message);
+    }
+}
+END_TEST
+
+START_TEST(test_applied_record_bad)
+{
+    static const char *const cases[][2] = {
+        {APPLIED_RECORD(""), "no usable vcpus attribute"},
+        {APPLIED_RECORD("vcpus=''"), "no usable vcpus attribute"},
+        {APPLIED_RECORD("vcpus='2,x'"), "item 1 'x'"},
+        {APPLIED_RECORD("vcpus='99999'"), "item 0 '99999'"},
+        {APPLIED_RECORD("vcpus='1' emulator='3-1'"), "emulator"},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autofree char *xml = liveXML("<vcpupin vcpu='0' cpuset='1'/>", cases[i][0]);
+        g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), &err);
+
+        ck_assert_ptr_null(out);
+        ck_assert_msg(err && strstr(err->message, cases[i][1]), "case %" G_GSIZE_FORMAT ": %s", i,
+                      err ? err->message : "no error");
+    }
+    g_autoptr(GError) err = NULL;
+    ck_assert_ptr_null(vpDomXMLStripApplied("<domain", 7, &err));
+    ck_assert_ptr_nonnull(err);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -599,6 +706,9 @@ main(void)
     tcase_add_test(policy_tc, test_policy_element);
     tcase_add_test(policy_tc, test_policy_element_bad);
     tcase_add_test(policy_tc, test_format_policy);
+    tcase_add_test(policy_tc, test_applied_record_round_trip);
+    tcase_add_test(policy_tc, test_applied_record_kept);
+    tcase_add_test(policy_tc, test_applied_record_bad);
     suite_add_tcase(s, policy_tc);
 
     sr = srunner_create(s);
