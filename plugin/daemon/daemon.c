@@ -15,6 +15,7 @@
 #include "daemon/server.h"
 #include "host/hwtopo.h"
 #include "libvirt/connection.h"
+#include "libvirt/domxml.h"
 #include "libvirt/pinning.h"
 #include "libvirt/threads.h"
 
@@ -273,6 +274,18 @@ scheduleRetry(vpDaemon *d, const char *name)
     return TRUE;
 }
 
+/* State lock let go. Without the record a restore or an incoming migration keeps these
+ * pins as the domain's own: worth a line, not a failure. */
+static void
+recordApplied(virDomainPtr dom, const vpPlan *plan, unsigned flags)
+{
+    g_autoptr(GError) err = NULL;
+    if (!vpVirAppliedRecord(dom, plan, flags, &err))
+        g_log_structured(
+            G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_DOMAIN", virDomainGetName(dom), "MESSAGE",
+            "%s; a restore or an incoming migration will keep these pins as its own", err->message);
+}
+
 static void
 applyPlan(vpDaemon *d, virDomainPtr dom, const char *name)
 {
@@ -292,6 +305,8 @@ applyPlan(vpDaemon *d, virDomainPtr dom, const char *name)
         g_autoptr(vpLivePins) live = vpVirPinsRead(dom, flags, &err);
         problem = live ? vpLivePinsDiff(live, plan) : g_strdup(err->message);
     }
+    if (!problem)
+        recordApplied(dom, plan, flags);
     vpDaemonLock(d);
     rec = vpManagerRecord(d->mgr, name);
     if (!rec || rec->serial != serial)
@@ -666,6 +681,32 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     return reply;
 }
 
+/* restore begin, migrate begin: the XML the domain comes with, without the pins vcpuplace
+ * applied where it ran before; the reserve that follows places it anew. */
+static JsonNode *
+opRewrite(vpDaemon *d, JsonObject *req, GError **error)
+{
+    const char *name = getName(req, error);
+    const char *xml = name ? vpProtoGetString(req, "xml", TRUE, error) : NULL;
+    if (!xml)
+        return NULL;
+    if (!vpConfigManages(d->cfg, name))
+        return ignored();
+    g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), error);
+    if (!out && *error)
+        return NULL;
+    JsonObject *o;
+    JsonNode *reply = vpProtoReplyOk(&o);
+    if (out) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
+                         "domain %s: the pins vcpuplace applied where it ran before are taken "
+                         "out of its XML; it is placed anew",
+                         name);
+        json_object_set_string_member(o, "xml", out);
+    }
+    return reply;
+}
+
 static JsonNode *
 opNotify(vpDaemon *d, JsonObject *req, vpServerAfter *after, gboolean sync, GError **error)
 {
@@ -796,7 +837,7 @@ static gboolean
 hookOp(const char *op)
 {
     return strcmp(op, "reserve") == 0 || strcmp(op, "started") == 0 ||
-           strcmp(op, "reconnect") == 0 || strcmp(op, "release") == 0;
+           strcmp(op, "reconnect") == 0 || strcmp(op, "release") == 0 || strcmp(op, "rewrite") == 0;
 }
 
 static gboolean
@@ -812,6 +853,8 @@ handleHook(vpDaemon *d, const char *op, JsonObject *req, vpServerAfter *after, G
 {
     if (strcmp(op, "reserve") == 0)
         return opReserve(d, req, after, error);
+    if (strcmp(op, "rewrite") == 0)
+        return opRewrite(d, req, error);
     return opNotify(d, req, after, strcmp(op, "release") != 0, error);
 }
 
@@ -871,7 +914,7 @@ handle(JsonObject *req, vpServerCall *call, vpServerAfter *after, gpointer data)
     if (!operatorOp(op)) {
         g_set_error(&err, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
                     "unknown operation '%s' (known: reserve, started, release, reconnect, "
-                    "status, plan, topology, top, rebalance, metrics)",
+                    "rewrite, status, plan, topology, top, rebalance, metrics)",
                     op);
         return replyFromError(err);
     }
@@ -1045,6 +1088,8 @@ pinUnlocked(virConnectPtr conn, const char *name, const vpPlan *plan, unsigned f
                         diff);
         ok = live && !diff;
     }
+    if (ok)
+        recordApplied(dom, plan, flags);
     virDomainFree(dom);
     return ok;
 }

@@ -5,6 +5,8 @@
  * on stdin and waits, holding the domain, so it must be quick and must never call libvirt.
  * It forwards the few events vcpuplaced cares about over the socket and maps the answer
  * to an exit status: non-zero refuses a start, and libvirt shows our stderr in the error.
+ * At restore and migrate begin it prints the XML vcpuplaced rewrote, which libvirt then
+ * uses (pins applied where the domain ran before are taken out).
  * Everything else, including arguments it does not understand, exits 0: a placement
  * helper must not break unrelated libvirt operations.
  *
@@ -55,19 +57,43 @@ failure(const vpHookConfig *cfg, const char *domain, gboolean is_start, const ch
     return 0;
 }
 
+/* A rewrite that fails leaves the XML as it is: the domain then keeps the pins it comes
+ * with, and the reserve that follows decides whether it may start. */
+static int
+keepXML(const char *domain, const char *why)
+{
+    g_autofree char *msg =
+        g_strdup_printf("vcpuplace: %s: %s; its XML goes on unchanged", domain, why);
+    report(msg);
+    return 0;
+}
+
+static int
+rewrite(const vpHookCall *hc, JsonNode *reply, const GError *err)
+{
+    if (!reply)
+        return keepXML(hc->domain, err->message);
+    JsonNode *xml = json_object_get_member(json_node_get_object(reply), "xml");
+    if (xml && JSON_NODE_HOLDS_VALUE(xml) && json_node_get_value_type(xml) == G_TYPE_STRING)
+        fputs(json_node_get_string(xml), stdout);
+    return 0;
+}
+
 static int
 call(const vpHookConfig *cfg, const vpHookCall *hc, const char *xml)
 {
     g_autoptr(JsonObject) req = vpHookRequest(hc, xml);
     g_autoptr(GError) err = NULL;
     g_autoptr(JsonNode) reply = vpClientCallTimeout(cfg->socket, req, cfg->timeout_ms, &err);
+    if (hc->rewrites)
+        return rewrite(hc, reply, err);
     if (reply)
         return 0;
     if (g_error_matches(err, VP_CLIENT_ERROR, VP_CLIENT_ERROR_REFUSED)) {
         fprintf(stderr, "vcpuplace: refusing to start %s: %s\n", hc->domain, err->message);
         return 1;
     }
-    return failure(cfg, hc->domain, hc->wants_xml, err->message);
+    return failure(cfg, hc->domain, hc->is_start, err->message);
 }
 
 /* No setlocale(): messages are not translated, and loading locale files costs a start. */
@@ -94,6 +120,8 @@ main(int argc, char **argv)
         gsize len = 0;
         /* Half the message bound: JSON escaping may grow the text. */
         xml = vpHookReadXML(STDIN_FILENO, VP_PROTO_MAX_MESSAGE / 2, &len, &why);
+        if (!xml && hc.rewrites)
+            return keepXML(hc.domain, why);
         if (!xml)
             return failure(&cfg, hc.domain, TRUE, why);
     }

@@ -24,6 +24,12 @@ vpHookParseArgs(int argc, char **argv, vpHookCall *call, char **why)
     if (strcmp(op, "prepare") == 0 && strcmp(subop, "begin") == 0) {
         call->request = "reserve";
         call->wants_xml = TRUE;
+        call->is_start = TRUE;
+    } else if ((strcmp(op, "restore") == 0 || strcmp(op, "migrate") == 0) &&
+               strcmp(subop, "begin") == 0) {
+        call->request = "rewrite";
+        call->wants_xml = TRUE;
+        call->rewrites = TRUE;
     } else if (strcmp(op, "started") == 0 && strcmp(subop, "begin") == 0) {
         call->request = "started";
     } else if ((strcmp(op, "stopped") == 0 || strcmp(op, "release") == 0) &&

@@ -13,8 +13,11 @@
 /* What one run of the hook asks of the daemon. */
 typedef struct {
     const char *domain;  /* argv[1], borrowed */
-    const char *request; /* protocol operation: reserve, started, release, reconnect */
+    const char *request; /* protocol operation: reserve, started, release, reconnect, rewrite */
     gboolean wants_xml;  /* the operation carries the domain XML from stdin */
+    gboolean is_start;   /* reserve: refused or, failing, decided by hook_failure */
+    gboolean rewrites;   /* restore, migrate begin: the reply may carry XML for stdout, which
+                          * libvirt then uses; never refuses, whatever fails */
 } vpHookCall;
 
 /* libvirt's `NAME OP SUBOP EXTRA` -> call. FALSE when vcpuplace has nothing to do with it

@@ -5,6 +5,7 @@
  */
 #include "libvirt/pinning.h"
 #include "libvirt/connection.h"
+#include "libvirt/domxml.h"
 
 #include <libvirt/virterror.h>
 
@@ -166,6 +167,20 @@ vpVirPinsApply(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError **er
                          "domain %s: the driver cannot pin emulator threads", name);
     }
     return pinIOThreads(dom, map, maplen, flags, error);
+}
+
+gboolean
+vpVirAppliedRecord(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError **error)
+{
+    g_autofree char *xml = vpDomXMLFormatApplied(plan);
+
+    if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml, VP_APPLIED_KEY, VP_APPLIED_NS,
+                             flags) < 0) {
+        vpVirSetError(error, "domain %s: cannot record the applied pins in its metadata",
+                      virDomainGetName(dom));
+        return FALSE;
+    }
+    return TRUE;
 }
 
 char *

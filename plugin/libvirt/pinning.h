@@ -24,6 +24,10 @@ vpLivePins *vpVirPinsRead(virDomainPtr dom, unsigned flags, GError **error);
  * emulator). flags: VIR_DOMAIN_AFFECT_LIVE, VIR_DOMAIN_AFFECT_CONFIG, or 0 (test driver).
  * A driver that cannot pin the emulator or iothreads is logged, not fatal. */
 gboolean vpVirPinsApply(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError **error);
+/* Records plan in the running domain's live metadata (domxml.h: VP_APPLIED_NS), so that a
+ * restore or an incoming migration can tell vcpuplace's pins from the domain's own.
+ * flags as vpVirPinsApply's. */
+gboolean vpVirAppliedRecord(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError **error);
 
 /* NULL when the live pins show the plan; otherwise the first difference, in words. */
 char *vpLivePinsDiff(const vpLivePins *pins, const vpPlan *plan);

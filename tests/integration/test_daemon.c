@@ -13,11 +13,13 @@
 #include "core/ledger.h"
 #include "daemon/daemon.h"
 #include "daemon/proto.h"
+#include "libvirt/domxml.h"
 #include "libvirt/pinning.h"
 #include "libvirt/threads.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
+#include <libvirt/virterror.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -190,6 +192,24 @@ START_TEST(test_hook_reserve_then_start)
     hwloc_bitmap_t applied = vpPlanHeld(vpManagerPlan(m, "web"));
     ck_assert(hwloc_bitmap_isequal(reserved, applied));
     checkInvariants(d);
+
+    /* The live metadata records what vcpuplace pinned, and a restore of what this domain's
+     * live XML is now (a saved image holds just that) comes without those pins. */
+    g_autofree char *record =
+        virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, VP_APPLIED_NS, 0);
+    ck_assert_msg(record, "no applied record: %s", virGetLastErrorMessage());
+    g_autofree char *want = vpDomXMLFormatApplied(vpManagerPlan(m, "web"));
+    ck_assert_msg(strstr(record, "vcpus=") && strstr(want, "vcpus="), "%s / %s", record, want);
+    ck_assert_str_eq(strstr(record, "vcpus="), strstr(want, "vcpus="));
+    g_autofree char *live = virDomainGetXMLDesc(dom, 0);
+    g_autofree char *restored = NULL;
+    const char *restore[] = {VP_HOOK, "web", "restore", "begin", "-", NULL};
+    ck_assert_int_eq(run(restore, live, &restored, NULL), 0);
+    ck_assert_msg(*restored && !strstr(restored, "vcpupin") && !strstr(restored, VP_APPLIED_NS),
+                  "restore XML: %s", restored);
+    g_autoptr(GError) perr = NULL;
+    g_autoptr(vpRequest) req = vpDomXMLParse(restored, strlen(restored), NULL, &perr);
+    ck_assert_msg(req && !req->has_pins, "%s", perr ? perr->message : "pins left");
 
     ck_assert_int_eq(virDomainDestroy(dom), 0);
     ck_assert_int_eq(hook("web", "stopped", "end", xml, NULL), 0);

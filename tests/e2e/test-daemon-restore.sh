@@ -1,0 +1,61 @@
+#!/bin/bash
+# Save and restore, as libvirt-guests does around a host reboot. A transient guest (no
+# persistent definition to fall back on, as after a plain `virsh migrate`) that vcpuplace
+# placed is saved; while it is away another guest takes its CPU; then it is restored. The
+# saved image holds its live XML, whose <cputune> has the pins vcpuplace applied: the
+# hook's `restore begin` takes them out (vcpuplace's record in the live metadata says
+# which they were), so the restored guest is placed anew on a free CPU and recorded as
+# placed, not kept on the other guest's CPU as pins of its own.
+. "$(dirname "$0")/lib.sh"
+e2e_require_env
+. "$(dirname "$0")/daemon-helpers.sh"
+
+online=$(e2e_cpus "$(cat /sys/devices/system/cpu/online)")
+ncpus=$(echo "$online" | tr ',' '\n' | grep -c .)
+[ "$ncpus" -ge 2 ] || e2e_skip "needs 2 online CPUs, this host has $ncpus"
+
+vpd_config "host_cpus=$(cat /sys/devices/system/cpu/online)"
+vpd_start
+vpd_install_hook
+
+e2e_guests+=(vpe2e-d-rs-saved)
+"$e2e_top/scripts/guest-xml" vpe2e-d-rs-saved --policy smt=spread --policy unmet=refuse \
+    >"$e2e_tmp/saved.xml"
+e2e_define vpe2e-d-rs-taker --policy smt=spread --policy unmet=refuse
+virsh -q create "$e2e_tmp/saved.xml" >/dev/null
+vpd_check_applied vpe2e-d-rs-saved
+was=$vpd_planned_cpus
+record=$(virsh metadata vpe2e-d-rs-saved --uri http://vcpuplace.org/xmlns/applied/1.0 2>&1)
+e2e_expect_match "the live metadata records the pins vcpuplace applied" "vcpus=\"$was\"" "$record"
+
+# Every other CPU taken, so that the saved guest's CPU is the only free one after the save.
+fill=()
+for ((n = 1; n < ncpus; n++)); do
+    e2e_define vpe2e-d-rs-fill$n
+    virsh -q start vpe2e-d-rs-fill$n >/dev/null
+    vpd_check_applied vpe2e-d-rs-fill$n
+    fill+=("vpe2e-d-rs-fill$n")
+done
+
+virsh -q save vpe2e-d-rs-saved "$e2e_tmp/saved.img" >/dev/null
+vp_wait_until 30 vpd_gone vpe2e-d-rs-saved || e2e_fail "the saved guest is still recorded"
+grep -q "vcpupin vcpu='0' cpuset='$was'" <(virsh save-image-dumpxml "$e2e_tmp/saved.img") ||
+    e2e_fail "the saved image does not hold the applied pin (vCPU 0 on CPU $was)"
+e2e_pass "saved: released, the image holds the pin vcpuplace applied"
+
+virsh -q start vpe2e-d-rs-taker >/dev/null
+vpd_check_applied vpe2e-d-rs-taker
+e2e_expect_eq "another guest took the saved guest's CPU" "$was" "$vpd_planned_cpus"
+freed=$(vpd_planned "${fill[0]}")
+virsh -q destroy "${fill[0]}" >/dev/null
+vp_wait_until 30 vpd_gone "${fill[0]}" || e2e_fail "${fill[0]} still recorded"
+
+virsh -q restore "$e2e_tmp/saved.img" >/dev/null
+vpd_check_applied vpe2e-d-rs-saved
+e2e_expect_eq "restored onto the CPU that is free now" "$freed" "$vpd_planned_cpus"
+e2e_expect_match "restored and placed by the placer, not pinned by itself" '^applied, placed' \
+    "$(vpd_state vpe2e-d-rs-saved)"
+vpd_check_disjoint
+grep -q "domain vpe2e-d-rs-saved: the pins vcpuplace applied where it ran before are taken out" \
+    "$vpd_log" || e2e_fail "vcpuplaced did not rewrite the restored guest's XML"
+e2e_pass "the hook's restore begin had vcpuplaced take the old pins out"
