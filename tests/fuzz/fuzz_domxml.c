@@ -1,12 +1,16 @@
 /*
  * Domain XML from the hook's stdin or libvirt: parse, and when it parses, place it, so
  * hostile values (huge vCPU counts, odd topologies, pins on CPUs the host lacks) also
- * reach the placer.
+ * reach the placer. The same bytes go through the restore rewrite (vcpuplace's applied
+ * record and the pins it names), whose output must parse as a domain with no pins left
+ * of those it took out.
  */
 #include "core/placer.h"
 #include "fuzz.h"
 #include "host/hwtopo.h"
 #include "libvirt/domxml.h"
+
+#include <string.h>
 
 static vpTopology *topo;
 
@@ -22,6 +26,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         topo = vpHwtopoLoad(VP_FUZZ_TOPOLOGY, NULL, NULL, NULL);
     vpPolicyInitDefaults(&defaults);
     req = vpDomXMLParse((const char *)data, size, &defaults, NULL);
+    g_autofree char *rewritten = vpDomXMLStripApplied((const char *)data, size, NULL);
+    if (rewritten) {
+        g_autoptr(vpRequest) again = vpDomXMLParse(rewritten, strlen(rewritten), &defaults, NULL);
+        g_autofree char *twice = vpDomXMLStripApplied(rewritten, strlen(rewritten), NULL);
+
+        /* The record went with the pins: nothing is left to take out, and what parsed
+         * before parses still, without pins. */
+        g_assert(!twice);
+        g_assert(!req || (again && !again->has_pins && !again->emulator_pin));
+    }
     vpPolicyClear(&defaults);
     if (!req)
         return 0;
