@@ -566,6 +566,19 @@ onLifecycle(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer dat
     }
 }
 
+/* virsh vcpupin and friends, and vcpuplace's own pinning: a sync reads the live pins and
+ * adopts an operator's move onto free CPUs, or puts back one onto a CPU another holds. A
+ * start under way is left to its hook. */
+static void
+onPinsChanged(vpVirConn *vc, virDomainPtr dom, gpointer data)
+{
+    vpDaemon *d = data;
+    const char *name = virDomainGetName(dom);
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    if (rec && rec->state != VP_DOM_RESERVED && rec->state != VP_DOM_PINNED)
+        queueSync(d, name, VP_SYNC_LATE);
+}
+
 /* ---- socket operations ------------------------------------------------------------- */
 
 /* What the main loop does once the hook has its reply. */
@@ -969,6 +982,7 @@ vpDaemonNew(vpConfig *cfg, GError **error)
         .connected = onConnected,
         .disconnected = onDisconnected,
         .lifecycle = onLifecycle,
+        .pins_changed = onPinsChanged,
     };
     vpVirInit();
     d->vc = vpVirConnNew(d->cfg->uri, &cb, d);

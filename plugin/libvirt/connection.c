@@ -23,6 +23,7 @@ struct _vpVirConn {
     gpointer data;
     virConnectPtr conn;
     int lifecycle_id;
+    int tunable_id;
     gboolean is_test;
     guint retry_id;
     guint drop_id;
@@ -76,6 +77,21 @@ onLifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail, void *o
     return 0;
 }
 
+static int
+onTunable(virConnectPtr conn, virDomainPtr dom, virTypedParameterPtr params, int nparams,
+          void *opaque)
+{
+    vpVirConn *vc = opaque;
+    for (int i = 0; i < nparams; i++) {
+        if (g_str_has_prefix(params[i].field, "cputune.vcpupin") ||
+            g_str_has_prefix(params[i].field, "cputune.emulatorpin")) {
+            vc->cb.pins_changed(vc, dom, vc->data);
+            break;
+        }
+    }
+    return 0;
+}
+
 static void
 teardown(vpVirConn *vc)
 {
@@ -84,6 +100,9 @@ teardown(vpVirConn *vc)
     if (vc->lifecycle_id >= 0)
         virConnectDomainEventDeregisterAny(vc->conn, vc->lifecycle_id);
     vc->lifecycle_id = -1;
+    if (vc->tunable_id >= 0)
+        virConnectDomainEventDeregisterAny(vc->conn, vc->tunable_id);
+    vc->tunable_id = -1;
     virConnectUnregisterCloseCallback(vc->conn, NULL);
     virConnectClose(vc->conn);
     vc->conn = NULL;
@@ -156,6 +175,16 @@ tryConnect(vpVirConn *vc)
         teardown(vc);
         return FALSE;
     }
+    vc->tunable_id = -1;
+    if (vc->cb.pins_changed && (vc->tunable_id = virConnectDomainEventRegisterAny(
+                                    conn, NULL, VIR_DOMAIN_EVENT_ID_TUNABLE,
+                                    VIR_DOMAIN_EVENT_CALLBACK(onTunable), vc, NULL)) < 0) {
+        virErrorPtr err = virGetLastError();
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                         "cannot register tunable events on %s (%s): pins changed outside "
+                         "vcpuplace are seen at the next resynchronisation only",
+                         vc->uri, err && err->message ? err->message : "unknown error");
+    }
     if (virConnectRegisterCloseCallback(conn, onClose, vc, NULL) < 0 && !vc->is_test)
         g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
                          "cannot watch the libvirt connection for closing; relying on "
@@ -197,6 +226,7 @@ vpVirConnNew(const char *uri, const vpVirConnCallbacks *cb, gpointer data)
         vc->cb = *cb;
     vc->data = data;
     vc->lifecycle_id = -1;
+    vc->tunable_id = -1;
     vc->backoff_ms = VP_RECONNECT_MIN_MS;
     return vc;
 }

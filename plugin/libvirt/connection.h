@@ -18,6 +18,9 @@ typedef struct {
     void (*disconnected)(vpVirConn *vc, const char *reason, gpointer data);
     /* virConnectDomainEventRegisterAny(VIR_DOMAIN_EVENT_ID_LIFECYCLE). */
     void (*lifecycle)(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer data);
+    /* VIR_DOMAIN_EVENT_ID_TUNABLE naming a vCPU or emulator pin: someone pinned, vcpuplace
+     * itself included. Optional. */
+    void (*pins_changed)(vpVirConn *vc, virDomainPtr dom, gpointer data);
 } vpVirConnCallbacks;
 
 /* Hooks libvirt's event loop into GLib's and silences libvirt's default error printer
