@@ -589,7 +589,6 @@ START_TEST(test_applied_record_round_trip)
     plan->vcpu_pu[0] = 2;
     plan->vcpu_pu[1] = 3;
     plan->vcpu_pu[2] = 11;
-    plan->emulator = hwloc_bitmap_alloc();
     hwloc_bitmap_set_range(plan->emulator, 0, 1);
     g_autofree char *record = vpDomXMLFormatApplied(plan);
     ck_assert_str_eq(record, "<applied vcpus=\"2,3,11\" emulator=\"0-1\"/>");
