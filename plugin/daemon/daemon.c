@@ -668,15 +668,30 @@ ignored(void)
     return reply;
 }
 
+/* The name and domain XML of a hook request. FALSE with *error, or with *reply set when
+ * the configuration leaves the domain out. */
+static gboolean
+getDomainXML(vpDaemon *d, JsonObject *req, const char **name, const char **xml, JsonNode **reply,
+             GError **error)
+{
+    *name = getName(req, error);
+    *xml = *name ? vpProtoGetString(req, "xml", TRUE, error) : NULL;
+    if (!*xml)
+        return FALSE;
+    if (!vpConfigManages(d->cfg, *name)) {
+        *reply = ignored();
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static JsonNode *
 opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
 {
-    const char *name = getName(req, error);
-    const char *xml = name ? vpProtoGetString(req, "xml", TRUE, error) : NULL;
-    if (!xml)
-        return NULL;
-    if (!vpConfigManages(d->cfg, name))
-        return ignored();
+    const char *name, *xml;
+    JsonNode *reply = NULL;
+    if (!getDomainXML(d, req, &name, &xml, &reply, error))
+        return reply;
     const vpPlan *plan = vpManagerReserve(d->mgr, name, xml, strlen(xml), error);
     setAfter(after, d, NULL);
     if (!plan) {
@@ -689,7 +704,7 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
                      plan->degraded ? ", degraded: " : "",
                      plan->degraded ? plan->degraded_reason : "");
     JsonObject *o;
-    JsonNode *reply = vpProtoReplyOk(&o);
+    reply = vpProtoReplyOk(&o);
     json_object_set_member(o, "plan", vpPlanToJson(plan, vpManagerTopology(d->mgr)));
     return reply;
 }
@@ -699,17 +714,15 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
 static JsonNode *
 opRewrite(vpDaemon *d, JsonObject *req, GError **error)
 {
-    const char *name = getName(req, error);
-    const char *xml = name ? vpProtoGetString(req, "xml", TRUE, error) : NULL;
-    if (!xml)
-        return NULL;
-    if (!vpConfigManages(d->cfg, name))
-        return ignored();
+    const char *name, *xml;
+    JsonNode *reply = NULL;
+    if (!getDomainXML(d, req, &name, &xml, &reply, error))
+        return reply;
     g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), error);
     if (!out && *error)
         return NULL;
     JsonObject *o;
-    JsonNode *reply = vpProtoReplyOk(&o);
+    reply = vpProtoReplyOk(&o);
     if (out) {
         g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
                          "domain %s: the pins vcpuplace applied where it ran before are taken "
