@@ -50,6 +50,17 @@ vpd_config() {
     } >"$vpd_conf"
 }
 
+# The start of a daemon test on a small host: $online (the online CPUs, comma separated)
+# and $ncpus (at least 2, or the test skips), vcpuplaced on all of them, the hook installed.
+vpd_small_host() {
+    online=$(e2e_cpus "$(cat /sys/devices/system/cpu/online)")
+    ncpus=$(echo "$online" | tr ',' '\n' | grep -c .)
+    [ "$ncpus" -ge 2 ] || e2e_skip "needs 2 online CPUs, this host has $ncpus"
+    vpd_config "host_cpus=$(cat /sys/devices/system/cpu/online)"
+    vpd_start
+    vpd_install_hook
+}
+
 vpd_connected() {
     "$vpd_cli" status --config "$vpd_conf" 2>/dev/null | grep -q '(connected)'
 }

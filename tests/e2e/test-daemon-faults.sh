@@ -11,13 +11,7 @@
 e2e_require_env
 . "$(dirname "$0")/daemon-helpers.sh"
 
-online=$(e2e_cpus "$(cat /sys/devices/system/cpu/online)")
-ncpus=$(echo "$online" | tr ',' '\n' | grep -c .)
-[ "$ncpus" -ge 2 ] || e2e_skip "needs 2 online CPUs, this host has $ncpus"
-
-vpd_config "host_cpus=$(cat /sys/devices/system/cpu/online)"
-vpd_start
-vpd_install_hook
+vpd_small_host
 e2e_define vpe2e-d-a --policy smt=spread
 e2e_define vpe2e-d-b --policy smt=share
 e2e_define vpe2e-d-c --policy smt=spread

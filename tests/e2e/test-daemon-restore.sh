@@ -10,13 +10,7 @@
 e2e_require_env
 . "$(dirname "$0")/daemon-helpers.sh"
 
-online=$(e2e_cpus "$(cat /sys/devices/system/cpu/online)")
-ncpus=$(echo "$online" | tr ',' '\n' | grep -c .)
-[ "$ncpus" -ge 2 ] || e2e_skip "needs 2 online CPUs, this host has $ncpus"
-
-vpd_config "host_cpus=$(cat /sys/devices/system/cpu/online)"
-vpd_start
-vpd_install_hook
+vpd_small_host
 
 e2e_guests+=(vpe2e-d-rs-saved)
 "$e2e_top/scripts/guest-xml" vpe2e-d-rs-saved --policy smt=spread --policy unmet=refuse \
