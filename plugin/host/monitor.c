@@ -69,6 +69,11 @@ struct _vpMonitor {
     GHashTable *index;  /* "domain\037vcpu" -> Thread * */
     const char *switches_file;
     int switch_tp; /* sched_switch tracepoint id, -1 when switches come from /proc */
+    /* The probe's tracepoint event, kept: the kernel registers the tracepoint with its first
+     * perf event (about 30 ms here) and unregisters it with its last (about 50 ms), and the
+     * daemon's main thread, which hooks may be waiting on, should pay that once, at start,
+     * not whenever the first vCPU thread is watched or the last one leaves. */
+    int switch_probe[2];
     bool forceidle;
     bool perf;
     bool hw;
@@ -447,10 +452,12 @@ detectSwitches(vpMonitor *mon, const vpMonitorOptions *opts)
         if (err) {
             g_string_append_printf(why, "sched_switch tracepoint: %s", g_strerror(err));
             tp = -1;
+            closeFd(&fd);
+            closeFd(&leader);
         }
-        closeFd(&fd);
-        closeFd(&leader);
     }
+    mon->switch_probe[0] = leader;
+    mon->switch_probe[1] = fd;
     mon->switch_tp = tp;
     if (tp < 0)
         g_message("monitor: switch counts read from /proc/PID/task/TID/%s (%s), about 4 us per "
@@ -487,6 +494,7 @@ detect(vpMonitor *mon, const vpMonitorOptions *opts)
     for (int i = 0; i < 2 && !err; i++)
         closeFd(&fds[i]);
     mon->switch_tp = -1;
+    mon->switch_probe[0] = mon->switch_probe[1] = -1;
     if (mon->perf)
         detectSwitches(mon, opts);
 }
@@ -545,6 +553,8 @@ vpMonitorFree(vpMonitor *mon)
     g_hash_table_unref(mon->index);
     if (mon->stat_fd >= 0)
         close(mon->stat_fd);
+    closeFd(&mon->switch_probe[1]);
+    closeFd(&mon->switch_probe[0]);
     if (mon->stat_prev)
         g_array_free(mon->stat_prev, TRUE);
     g_free(mon->buf);
