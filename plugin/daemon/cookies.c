@@ -9,6 +9,7 @@
  * retried a bounded number of times; failures too.
  */
 #include "daemon/cookies.h"
+#include "daemon/log.h"
 #include "core/cookieplan.h"
 #include "host/cookieapply.h"
 #include "libvirt/domxml.h"
@@ -64,20 +65,6 @@ domFree(gpointer data)
     g_free(dc->error);
     g_free(dc->logged);
     g_free(dc);
-}
-
-static void logDomain(GLogLevelFlags level, const char *name, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-
-static void
-logDomain(GLogLevelFlags level, const char *name, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    g_log_structured(G_LOG_DOMAIN, level, "VCPUPLACE_DOMAIN", name, "MESSAGE", "domain %s: %s",
-                     name, msg);
 }
 
 static char *
@@ -290,7 +277,7 @@ logOutcome(vpCookies *c, vpDomCookies *dc)
     }
     if (g_strcmp0(dc->logged, line) == 0)
         return;
-    logDomain(level, dc->name, "%s", line);
+    vpLogDomain(level, dc->name, "%s", line);
     g_free(dc->logged);
     dc->logged = g_steal_pointer(&line);
 }

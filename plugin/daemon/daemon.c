@@ -8,6 +8,7 @@
  * are harmless. Operator commands are answered on the main loop, which owns what they read.
  */
 #include "daemon/daemon.h"
+#include "daemon/log.h"
 #include "daemon/balance.h"
 #include "daemon/cookies.h"
 #include "daemon/hotplug.h"
@@ -184,8 +185,7 @@ releaseRecord(vpDaemon *d, const char *name)
 {
     if (!vpManagerRelease(d->mgr, name))
         return FALSE;
-    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
-                     "domain %s: released", name);
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "released");
     return TRUE;
 }
 
@@ -312,8 +312,7 @@ applyPlan(vpDaemon *d, virDomainPtr dom, const char *name)
     if (!rec || rec->serial != serial)
         return; /* the hook released it meanwhile; its next start is synced anew */
     if (problem && !vpVirConnCheck(d->vc) && scheduleRetry(d, name)) {
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
-                         "domain %s: pinning not done yet (%s); retrying", name, problem);
+        vpLogDomain(G_LOG_LEVEL_INFO, name, "pinning not done yet (%s); retrying", problem);
         return;
     }
     if (problem && vpVirConnGet(d->vc) == NULL)
@@ -695,14 +694,11 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     const vpPlan *plan = vpManagerReserve(d->mgr, name, xml, strlen(xml), error);
     setAfter(after, d, NULL);
     if (!plan) {
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_DOMAIN", name, "MESSAGE",
-                         "domain %s: start refused: %s", name, (*error)->message);
+        vpLogDomain(G_LOG_LEVEL_WARNING, name, "start refused: %s", (*error)->message);
         return NULL;
     }
-    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
-                     "domain %s: reserved (%s)%s%s", name, vpHowName(plan->how),
-                     plan->degraded ? ", degraded: " : "",
-                     plan->degraded ? plan->degraded_reason : "");
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "reserved (%s)%s%s", vpHowName(plan->how),
+                plan->degraded ? ", degraded: " : "", plan->degraded ? plan->degraded_reason : "");
     JsonObject *o;
     reply = vpProtoReplyOk(&o);
     json_object_set_member(o, "plan", vpPlanToJson(plan, vpManagerTopology(d->mgr)));
@@ -724,10 +720,9 @@ opRewrite(vpDaemon *d, JsonObject *req, GError **error)
     JsonObject *o;
     reply = vpProtoReplyOk(&o);
     if (out) {
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
-                         "domain %s: the pins vcpuplace applied where it ran before are taken "
-                         "out of its XML; it is placed anew",
-                         name);
+        vpLogDomain(G_LOG_LEVEL_INFO, name,
+                    "the pins vcpuplace applied where it ran before are taken out of its XML; "
+                    "it is placed anew");
         json_object_set_string_member(o, "xml", out);
     }
     return reply;

@@ -6,6 +6,7 @@
  * waits for libvirt's job, so the pin lands after libvirt's own reset of the new thread).
  */
 #include "daemon/hotplug.h"
+#include "daemon/log.h"
 #include "libvirt/qemuevents.h"
 
 #include <libvirt/virterror.h>
@@ -31,11 +32,9 @@ resize(vpHotplug *h, const char *name, unsigned nvcpus, const char *why)
     if (!plan || plan->how == VP_HOW_PINNED || plan->nvcpus == nvcpus ||
         !vpLedgerLookup(vpManagerLedger(mgr), name))
         return;
-    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
-                     "domain %s: %u vCPUs now (%s), %u planned", name, nvcpus, why, plan->nvcpus);
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "%u vCPUs now (%s), %u planned", nvcpus, why, plan->nvcpus);
     if (!vpManagerResize(mgr, name, nvcpus, &err)) {
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_DOMAIN", name, "MESSAGE",
-                         "domain %s: cannot place its new vCPUs: %s", name, err->message);
+        vpLogDomain(G_LOG_LEVEL_WARNING, name, "cannot place its new vCPUs: %s", err->message);
         return;
     }
     vpDaemonResync(h->d, name);
@@ -52,9 +51,8 @@ onVcpuThread(virDomainPtr dom, const vpVcpuThreadEvent *ev, gpointer data)
 
     if (!vpConfigManages(vpDaemonConfig(h->d), name))
         return;
-    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
-                     "domain %s: QEMU created vCPU %d (%s), thread %d", name, ev->vcpu,
-                     ev->qom_path, (int)ev->thread_id);
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "QEMU created vCPU %d (%s), thread %d", ev->vcpu,
+                ev->qom_path, (int)ev->thread_id);
     plan = vpManagerPlan(vpDaemonManager(h->d), name);
     want = MAX(plan ? plan->nvcpus : 0, (unsigned)ev->vcpu + 1);
     g_hash_table_insert(h->announced, g_strdup(name), GUINT_TO_POINTER(want));

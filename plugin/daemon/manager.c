@@ -4,6 +4,7 @@
  * be read in one place and tested without a libvirt daemon.
  */
 #include "daemon/manager.h"
+#include "daemon/log.h"
 #include "core/grow.h"
 #include "core/placer.h"
 #include "core/rebalance.h"
@@ -63,20 +64,6 @@ recordSet(vpManager *m, const char *name, vpDomState state, const char *error)
     if (rec->plan && state != VP_DOM_UNPLACED)
         g_clear_pointer(&rec->plan, vpPlanFree);
     return rec;
-}
-
-static void logDomain(GLogLevelFlags level, const char *name, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-
-static void
-logDomain(GLogLevelFlags level, const char *name, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    g_log_structured(G_LOG_DOMAIN, level, "VCPUPLACE_DOMAIN", name, "MESSAGE", "domain %s: %s",
-                     name, msg);
 }
 
 static vpLedger *
@@ -257,7 +244,7 @@ record(vpManager *m, const vpPlan *plan, vpDomState state, GError **error)
         return FALSE;
     }
     g_autofree char *why = g_strdup_printf("its own <cputune> pins collide: %s", err->message);
-    logDomain(G_LOG_LEVEL_WARNING, plan->domain, "%s", why);
+    vpLogDomain(G_LOG_LEVEL_WARNING, plan->domain, "%s", why);
     vpDomRecord *rec = recordSet(m, plan->domain, VP_DOM_UNPLACED, why);
     g_autoptr(JsonNode) copy = vpPlanToJson(plan, m->topo);
     rec->plan = vpPlanFromJson(copy, NULL);
@@ -271,7 +258,7 @@ vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GEr
     if (!req)
         return NULL;
     if (vpManagerRelease(m, name))
-        logDomain(G_LOG_LEVEL_INFO, name, "stale record replaced by a new reservation");
+        vpLogDomain(G_LOG_LEVEL_INFO, name, "stale record replaced by a new reservation");
     g_autoptr(vpPlan) plan = vpPlace(m->topo, m->ledger, req, error);
     if (!plan)
         return NULL;
@@ -320,13 +307,13 @@ adopt(vpManager *m, const char *name, const vpRequest *req, const vpLivePins *li
     gboolean ok = vpLedgerLookup(m->ledger, name) ? vpLedgerReplace(m->ledger, plan, &err)
                                                   : vpLedgerAdd(m->ledger, plan, &err);
     if (!ok) {
-        logDomain(G_LOG_LEVEL_WARNING, name, "live pins cannot be adopted (%s): %s", why,
-                  err->message);
+        vpLogDomain(G_LOG_LEVEL_WARNING, name, "live pins cannot be adopted (%s): %s", why,
+                    err->message);
         return FALSE;
     }
     m->dirty = TRUE;
     recordSet(m, name, VP_DOM_APPLIED, NULL)->was_applied = TRUE;
-    logDomain(G_LOG_LEVEL_INFO, name, "adopted libvirt's live pins (%s)", why);
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "adopted libvirt's live pins (%s)", why);
     return TRUE;
 }
 
@@ -400,7 +387,7 @@ vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const 
     g_autoptr(vpPlan) fresh = vpPlace(m->topo, m->ledger, req, &err);
     if (!fresh) {
         /* It runs anyway: vcpuplace was not there to refuse it. */
-        logDomain(G_LOG_LEVEL_WARNING, name, "running unplaced: %s", err->message);
+        vpLogDomain(G_LOG_LEVEL_WARNING, name, "running unplaced: %s", err->message);
         recordSet(m, name, VP_DOM_UNPLACED, err->message);
         g_propagate_error(error, g_steal_pointer(&err));
         return VP_SYNC_NOTHING;
@@ -416,9 +403,9 @@ vpManagerApplied(vpManager *m, const char *name, const char *error)
     if (!vpManagerRecord(m, name))
         return;
     if (error)
-        logDomain(G_LOG_LEVEL_WARNING, name, "pinning failed: %s", error);
+        vpLogDomain(G_LOG_LEVEL_WARNING, name, "pinning failed: %s", error);
     else
-        logDomain(G_LOG_LEVEL_INFO, name, "pinned as planned");
+        vpLogDomain(G_LOG_LEVEL_INFO, name, "pinned as planned");
     vpDomRecord *rec = recordSet(m, name, error ? VP_DOM_FAILED : VP_DOM_APPLIED, error);
     rec->was_applied |= !error;
 }
@@ -436,7 +423,7 @@ vpManagerReleaseGone(vpManager *m, GHashTable *running, gint64 grace_us)
             continue;
         if (rec->state == VP_DOM_RESERVED && now - rec->since < grace_us)
             continue;
-        logDomain(G_LOG_LEVEL_INFO, name, "not running; released");
+        vpLogDomain(G_LOG_LEVEL_INFO, name, "not running; released");
         vpManagerRelease(m, name);
         released++;
     }
@@ -471,8 +458,8 @@ vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error)
     plan = vpLedgerLookup(m->ledger, name);
     g_autoptr(vpBitmap) set = vpPlanHeld(plan);
     g_autofree char *held = vpCpuListFormat(set);
-    logDomain(G_LOG_LEVEL_INFO, name, "vCPUs %u -> %u: now holds CPUs %s%s%s", was, nvcpus, held,
-              plan->degraded ? ", degraded: " : "", plan->degraded ? plan->degraded_reason : "");
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "vCPUs %u -> %u: now holds CPUs %s%s%s", was, nvcpus, held,
+                plan->degraded ? ", degraded: " : "", plan->degraded ? plan->degraded_reason : "");
     recordSet(m, name, VP_DOM_APPLYING, NULL);
     return TRUE;
 }
@@ -508,10 +495,10 @@ vpManagerReload(vpManager *m, vpTopology *topo, const vpPolicy *defaults, GPtrAr
         g_autofree char *cpus = outsideUsable(topo, plan);
         if (!cpus)
             continue;
-        logDomain(G_LOG_LEVEL_WARNING, plan->domain,
-                  "holds CPUs %s, no longer usable after the reload: it stays until it stops "
-                  "or is moved",
-                  cpus);
+        vpLogDomain(G_LOG_LEVEL_WARNING, plan->domain,
+                    "holds CPUs %s, no longer usable after the reload: it stays until it stops "
+                    "or is moved",
+                    cpus);
         g_ptr_array_add(out, g_strdup(plan->domain));
     }
     vpLedgerFree(m->ledger);
