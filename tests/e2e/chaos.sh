@@ -37,8 +37,6 @@ rnd() { # N: R = 0..N-1
 }
 settle_s=${VP_CHAOS_SETTLE:-60}
 check=$(dirname "$0")/chaos-invariants.py
-unit=$vpd_build/plugin/daemon/vcpuplaced.service
-[ -f "$unit" ] || e2e_fail "$unit not built"
 
 # The daemon's configuration: this script's guests only, every online CPU, no
 # housekeeping (this host may have two CPUs).
@@ -53,17 +51,6 @@ state=$e2e_tmp/state/ledger.json
 domains=vpe2e-x-*
 EOF
 
-# The unit's privileges: its capability bounding set and no new privileges.
-bounding=-all
-for c in $(sed -n 's/^CapabilityBoundingSet=//p' "$unit"); do
-    c=${c#CAP_}
-    bounding+=",+${c,,}"
-done
-chaos_start() {
-    setpriv --bounding-set="$bounding" --inh-caps=-all --no-new-privs \
-        "$vpd_daemon" --config "$vpd_conf" >>"$vpd_log" 2>&1 &
-    vpd_pid=$!
-}
 chaos_connected() {
     kill -0 "$vpd_pid" 2>/dev/null && vpd_connected
 }
@@ -92,7 +79,7 @@ for i in "${!policies[@]}"; do
     guests+=("$g")
 done
 
-chaos_start
+vpd_start_confined
 vp_wait_until 20 chaos_connected || e2e_fail "vcpuplaced did not come up connected; see $vpd_log"
 
 n_start=0 n_started=0 n_refused=0 n_startfail=0 n_stop=0 n_kill9=0 n_qemukill=0
@@ -172,7 +159,7 @@ for ((round = 1; round <= rounds; round++)); do
         n_kill9=$((n_kill9 + 1))
         actions+=" vcpuplaced SIGKILL at ${kill9_at} ms, down ${down_ms} ms"
         sleep_ms "$down_ms"
-        chaos_start
+        vpd_start_confined
     fi
     if [ "$do_libvirtd" = 1 ]; then
         if libvirtd_ours_now; then

@@ -61,6 +61,26 @@ vpd_small_host() {
     vpd_install_hook
 }
 
+# vpd_start_confined [WRAPPER...]: vcpuplaced in the background with the systemd unit's
+# privileges (its capability bounding set, no new privileges), under WRAPPER (strace...)
+# when given; vpd_pid is the daemon's own pid, wrapper_pid the wrapper's.
+vpd_start_confined() {
+    local unit=$vpd_build/plugin/daemon/vcpuplaced.service bounding=-all c
+    [ -f "$unit" ] || e2e_fail "$unit not built"
+    for c in $(sed -n 's/^CapabilityBoundingSet=//p' "$unit"); do
+        c=${c#CAP_}
+        bounding+=",+${c,,}"
+    done
+    setpriv --bounding-set="$bounding" --inh-caps=-all --no-new-privs \
+        "$@" "$vpd_daemon" --config "$vpd_conf" >>"$vpd_log" 2>&1 &
+    vpd_pid=$!
+    if [ $# -gt 0 ]; then
+        wrapper_pid=$vpd_pid
+        vp_wait_until 10 pgrep -P "$wrapper_pid" >/dev/null || e2e_fail "$1 started no vcpuplaced"
+        vpd_pid=$(pgrep -P "$wrapper_pid")
+    fi
+}
+
 vpd_connected() {
     "$vpd_cli" status --config "$vpd_conf" 2>/dev/null | grep -q '(connected)'
 }

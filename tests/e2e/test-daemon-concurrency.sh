@@ -39,20 +39,8 @@ socket=$vpd_sock
 state=$e2e_tmp/state/ledger.json
 domains=vpe2e-c-*
 EOF
-bounding=-all
-for c in $(sed -n 's/^CapabilityBoundingSet=//p' "$unit"); do
-    c=${c#CAP_}
-    bounding+=",+${c,,}"
-done
-conc_start() { # [wrapper command...]: vpd_pid is the daemon's, under any wrapper
-    setpriv --bounding-set="$bounding" --inh-caps=-all --no-new-privs \
-        "$@" "$vpd_daemon" --config "$vpd_conf" >>"$vpd_log" 2>&1 &
-    vpd_pid=$!
-    if [ $# -gt 0 ]; then
-        wrapper_pid=$vpd_pid
-        vp_wait_until 10 pgrep -P "$wrapper_pid" >/dev/null || e2e_fail "$1 started no vcpuplaced"
-        vpd_pid=$(pgrep -P "$wrapper_pid")
-    fi
+conc_start() { # [wrapper command...]
+    vpd_start_confined "$@"
     vp_wait_until 30 vpd_connected || e2e_fail "vcpuplaced did not come up connected; see $vpd_log"
 }
 conc_start
