@@ -9,13 +9,6 @@
 
 #include <stdio.h>
 
-static JsonArray *
-array(JsonObject *o, const char *member)
-{
-    JsonNode *n = json_object_get_member(o, member);
-    return n && JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
-}
-
 static void
 printMoves(JsonArray *moves, gboolean dry)
 {
@@ -70,8 +63,8 @@ vpCmdRebalance(int argc, char **argv)
     if (!reply)
         return vpLiveFail("rebalance", err);
     JsonObject *o = json_node_get_object(reply);
-    JsonArray *moves = array(o, "moves");
-    JsonArray *notes = array(o, "notes");
+    JsonArray *moves = vpLiveArray(o, "moves");
+    JsonArray *notes = vpLiveArray(o, "notes");
     guint failed = 0;
     for (guint i = 0; !dry && moves && i < json_array_get_length(moves); i++) {
         JsonNode *en = json_array_get_element(moves, i);

@@ -19,15 +19,6 @@ str(JsonObject *o, const char *member, const char *fallback)
     return json_node_get_string(n);
 }
 
-static char *
-num(JsonObject *o, const char *member)
-{
-    JsonNode *n = json_object_get_member(o, member);
-    if (!n || json_node_get_value_type(n) != G_TYPE_INT64)
-        return g_strdup("-");
-    return g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(n));
-}
-
 static void
 printPolicy(JsonObject *dom)
 {
@@ -42,19 +33,12 @@ printPolicy(JsonObject *dom)
            str(p, "unmet", "?"));
 }
 
-static JsonObject *
-object(JsonObject *o, const char *member)
-{
-    JsonNode *n = json_object_get_member(o, member);
-    return n && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
-}
-
 /* Per thread: the cookie it should carry (its set, and the id once it exists) and the one
  * it carries, as the daemon's last pass read them. */
 static void
 printCookies(JsonObject *dom)
 {
-    JsonObject *cs = object(dom, "coresched");
+    JsonObject *cs = vpLiveObject(dom, "coresched");
     if (!cs)
         return;
     const char *reason = str(cs, "reason", NULL);
@@ -74,7 +58,7 @@ printCookies(JsonObject *dom)
         if (!JSON_NODE_HOLDS_OBJECT(en))
             continue;
         JsonObject *t = json_node_get_object(en);
-        g_autofree char *tid = num(t, "tid");
+        g_autofree char *tid = vpLiveIntText(t, "tid");
         g_autofree char *expected = g_strdup_printf(
             "%s%s%s%s", str(t, "expected", "-"), str(t, "expected_id", NULL) ? " (" : "",
             str(t, "expected_id", ""), str(t, "expected_id", NULL) ? ")" : "");
@@ -91,7 +75,7 @@ printDomain(JsonObject *dom)
         deg && json_node_get_value_type(deg) == G_TYPE_BOOLEAN && json_node_get_boolean(deg);
     printf("%s: %s, %s%s\n", str(dom, "name", "?"), str(dom, "state", "?"),
            str(dom, "how", "nothing held"), degraded ? ", DEGRADED" : "");
-    g_autofree char *pid = num(dom, "pid");
+    g_autofree char *pid = vpLiveIntText(dom, "pid");
     if (strcmp(pid, "-") != 0)
         printf("  QEMU pid: %s\n", pid);
     printPolicy(dom);
@@ -107,12 +91,12 @@ printDomain(JsonObject *dom)
             if (!JSON_NODE_HOLDS_OBJECT(en))
                 continue;
             JsonObject *e = json_node_get_object(en);
-            g_autofree char *vcpu = num(e, "vcpu");
-            g_autofree char *cpu = num(e, "cpu");
-            g_autofree char *core = num(e, "core");
-            g_autofree char *l3 = num(e, "l3");
-            g_autofree char *numa = num(e, "numa");
-            g_autofree char *tid = num(e, "tid");
+            g_autofree char *vcpu = vpLiveIntText(e, "vcpu");
+            g_autofree char *cpu = vpLiveIntText(e, "cpu");
+            g_autofree char *core = vpLiveIntText(e, "core");
+            g_autofree char *l3 = vpLiveIntText(e, "l3");
+            g_autofree char *numa = vpLiveIntText(e, "numa");
+            g_autofree char *tid = vpLiveIntText(e, "tid");
             printf("  %-5s %-5s %-5s %-5s %-5s %s\n", vcpu, cpu, core, l3, numa, tid);
         }
     }
@@ -164,15 +148,15 @@ vpCmdStatus(int argc, char **argv)
            json_object_get_boolean_member_with_default(o, "connected", FALSE) ? "connected"
                                                                               : "DISCONNECTED",
            str(o, "topology", "?"));
-    JsonObject *cs = object(o, "coresched");
+    JsonObject *cs = vpLiveObject(o, "coresched");
     if (cs)
         printf("core scheduling: kernel %s%s%s; libvirt sched_core=%s (%s)\n",
                str(cs, "kernel", "?"), str(cs, "kernel_reason", NULL) ? ": " : "",
                str(cs, "kernel_reason", ""), str(cs, "libvirt_sched_core", "?"),
                str(cs, "qemu_conf", "?"));
-    JsonObject *hp = object(o, "hotplug");
+    JsonObject *hp = vpLiveObject(o, "hotplug");
     if (hp) {
-        g_autofree char *poll = num(hp, "poll_ms");
+        g_autofree char *poll = vpLiveIntText(hp, "poll_ms");
         printf("vCPU hotplug: QEMU events %s; vCPU counts re-read every %s ms\n",
                str(hp, "qemu_events", "-"), poll);
     }

@@ -24,24 +24,6 @@ dbl(JsonObject *o, const char *member)
         return json_node_get_int(n);
     return 0;
 }
-
-/* An integer member as text, "-" when absent or null. */
-static char *
-intText(JsonObject *o, const char *member)
-{
-    JsonNode *n = json_object_get_member(o, member);
-    if (!n || !JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64)
-        return g_strdup("-");
-    return g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(n));
-}
-
-static JsonArray *
-array(JsonObject *o, const char *member)
-{
-    JsonNode *n = json_object_get_member(o, member);
-    return n && JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
-}
-
 static void
 printTable(JsonObject *o)
 {
@@ -49,7 +31,7 @@ printTable(JsonObject *o)
            " intervals measured, %" G_GINT64_FORMAT " moves\n",
            json_object_get_string_member_with_default(o, "mode", "?"), dbl(o, "interval_s"),
            (gint64)dbl(o, "intervals"), (gint64)dbl(o, "moves_total"));
-    JsonArray *vcpus = array(o, "vcpus");
+    JsonArray *vcpus = vpLiveArray(o, "vcpus");
     printf("%-24s %4s %4s %8s %6s %6s %9s %5s\n", "DOMAIN", "VCPU", "CPU", "TID", "RUN%", "WAIT%",
            "WAKEUPS/S", "MOVES");
     for (guint i = 0; vcpus && i < json_array_get_length(vcpus); i++) {
@@ -57,10 +39,10 @@ printTable(JsonObject *o)
         if (!JSON_NODE_HOLDS_OBJECT(en))
             continue;
         JsonObject *e = json_node_get_object(en);
-        g_autofree char *vcpu = intText(e, "vcpu");
-        g_autofree char *cpu = intText(e, "cpu");
-        g_autofree char *tid = intText(e, "tid");
-        g_autofree char *moves = intText(e, "moves");
+        g_autofree char *vcpu = vpLiveIntText(e, "vcpu");
+        g_autofree char *cpu = vpLiveIntText(e, "cpu");
+        g_autofree char *tid = vpLiveIntText(e, "tid");
+        g_autofree char *moves = vpLiveIntText(e, "moves");
         printf("%-24s %4s %4s %8s %6.1f %6.1f %9.0f %5s%s\n",
                json_object_get_string_member_with_default(e, "domain", "?"), vcpu, cpu, tid,
                dbl(e, "run") * 100, dbl(e, "wait") * 100, dbl(e, "wakeups"), moves,
@@ -68,14 +50,14 @@ printTable(JsonObject *o)
     }
     if (!vcpus || json_array_get_length(vcpus) == 0)
         printf("(no vCPU measured yet)\n");
-    JsonArray *cpus = array(o, "cpus");
+    JsonArray *cpus = vpLiveArray(o, "cpus");
     printf("%-4s %6s %6s  %s\n", "CPU", "BUSY%", "WAIT%", "STATE");
     for (guint i = 0; cpus && i < json_array_get_length(cpus); i++) {
         JsonNode *en = json_array_get_element(cpus, i);
         if (!JSON_NODE_HOLDS_OBJECT(en))
             continue;
         JsonObject *e = json_node_get_object(en);
-        g_autofree char *cpu = intText(e, "cpu");
+        g_autofree char *cpu = vpLiveIntText(e, "cpu");
         const char *state = json_object_get_boolean_member_with_default(e, "hot", FALSE)    ? "hot"
                             : json_object_get_boolean_member_with_default(e, "idle", FALSE) ? "idle"
                                                                                             : "-";

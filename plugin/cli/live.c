@@ -77,3 +77,26 @@ vpLiveFail(const char *cmd, const GError *error)
         return VP_EXIT_REFUSED;
     return VP_EXIT_ERROR;
 }
+
+JsonArray *
+vpLiveArray(JsonObject *o, const char *member)
+{
+    JsonNode *n = json_object_get_member(o, member);
+    return n && JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
+}
+
+JsonObject *
+vpLiveObject(JsonObject *o, const char *member)
+{
+    JsonNode *n = json_object_get_member(o, member);
+    return n && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
+}
+
+char *
+vpLiveIntText(JsonObject *o, const char *member)
+{
+    JsonNode *n = json_object_get_member(o, member);
+    if (!n || !JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64)
+        return g_strdup("-");
+    return g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(n));
+}

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 #include <libvirt/libvirt.h>
 
 typedef struct {
@@ -29,3 +30,10 @@ virDomainPtr vpLiveDomain(virConnectPtr conn, const char *name, GError **error);
 
 /* Prints error to stderr as "vcpuplace CMD: message" and returns the exit code for it. */
 int vpLiveFail(const char *cmd, const GError *error);
+
+/* Members of a daemon reply, read leniently for display: NULL (or "-") when absent or of
+ * another type, since a newer daemon may send what this client does not know. */
+JsonArray *vpLiveArray(JsonObject *o, const char *member);
+JsonObject *vpLiveObject(JsonObject *o, const char *member);
+/* An integer member as text, "-" when absent or not an integer (caller frees). */
+char *vpLiveIntText(JsonObject *o, const char *member);
