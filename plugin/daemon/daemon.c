@@ -565,16 +565,52 @@ onLifecycle(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer dat
     }
 }
 
-/* virsh vcpupin and friends, and vcpuplace's own pinning: a sync reads the live pins and
- * adopts an operator's move onto free CPUs, or puts back one onto a CPU another holds. A
- * start under way is left to its hook. */
+/* Whether every pin the tunable event names is the plan's: vcpuplace's own pinning comes
+ * back as this event too, and needs no sync. */
+static gboolean
+pinsPlanned(const vpPlan *plan, virTypedParameterPtr params, int nparams)
+{
+    /* VIR_DOMAIN_TUNABLE_CPU_VCPUPIN without its %u */
+    static const char vcpupin[] = "cputune.vcpupin";
+    for (int i = 0; i < nparams; i++) {
+        const char *field = params[i].field;
+        gboolean vcpu = g_str_has_prefix(field, vcpupin);
+        gboolean emulator = strcmp(field, VIR_DOMAIN_TUNABLE_CPU_EMULATORPIN) == 0;
+        if (!vcpu && !emulator)
+            continue;
+        if (params[i].type != VIR_TYPED_PARAM_STRING)
+            return FALSE;
+        g_autoptr(vpBitmap) set = vpCpuListParse(field, params[i].value.s, NULL);
+        if (!set)
+            return FALSE;
+        if (emulator) {
+            if (!plan->emulator || !hwloc_bitmap_isequal(set, plan->emulator))
+                return FALSE;
+            continue;
+        }
+        guint64 v;
+        if (!g_ascii_string_to_unsigned(field + strlen(vcpupin), 10, 0, plan->nvcpus - 1, &v,
+                                        NULL) ||
+            plan->vcpu_pu[v] < 0 || hwloc_bitmap_weight(set) != 1 ||
+            !hwloc_bitmap_isset(set, plan->vcpu_pu[v]))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* virsh vcpupin and friends: a sync reads the live pins and adopts an operator's move onto
+ * free CPUs, or puts back one onto a CPU another holds. A start under way is left to its
+ * hook. */
 static void
-onPinsChanged(vpVirConn *vc, virDomainPtr dom, gpointer data)
+onPinsChanged(vpVirConn *vc, virDomainPtr dom, virTypedParameterPtr params, int nparams,
+              gpointer data)
 {
     vpDaemon *d = data;
     const char *name = virDomainGetName(dom);
     const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
-    if (rec && rec->state != VP_DOM_RESERVED && rec->state != VP_DOM_PINNED)
+    const vpPlan *plan = vpManagerPlan(d->mgr, name);
+    if (rec && rec->state != VP_DOM_RESERVED && rec->state != VP_DOM_PINNED &&
+        !(plan && pinsPlanned(plan, params, nparams)))
         queueSync(d, name, VP_SYNC_LATE);
 }
 

@@ -85,7 +85,7 @@ onTunable(virConnectPtr conn, virDomainPtr dom, virTypedParameterPtr params, int
     for (int i = 0; i < nparams; i++) {
         if (g_str_has_prefix(params[i].field, "cputune.vcpupin") ||
             g_str_has_prefix(params[i].field, "cputune.emulatorpin")) {
-            vc->cb.pins_changed(vc, dom, vc->data);
+            vc->cb.pins_changed(vc, dom, params, nparams, vc->data);
             break;
         }
     }

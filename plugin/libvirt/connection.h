@@ -19,8 +19,9 @@ typedef struct {
     /* virConnectDomainEventRegisterAny(VIR_DOMAIN_EVENT_ID_LIFECYCLE). */
     void (*lifecycle)(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer data);
     /* VIR_DOMAIN_EVENT_ID_TUNABLE naming a vCPU or emulator pin: someone pinned, vcpuplace
-     * itself included. Optional. */
-    void (*pins_changed)(vpVirConn *vc, virDomainPtr dom, gpointer data);
+     * itself included. params are the event's ("cputune.vcpupin0" = "3", ...). Optional. */
+    void (*pins_changed)(vpVirConn *vc, virDomainPtr dom, virTypedParameterPtr params, int nparams,
+                         gpointer data);
 } vpVirConnCallbacks;
 
 /* Hooks libvirt's event loop into GLib's and silences libvirt's default error printer
