@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/live.h"
 #include "core/plan.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "libvirt/connection.h"
 #include "libvirt/pinning.h"
 

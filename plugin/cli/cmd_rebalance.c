@@ -5,7 +5,7 @@
  */
 #include "cli/commands.h"
 #include "cli/live.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 
 #include <stdio.h>
 

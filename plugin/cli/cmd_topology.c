@@ -8,7 +8,7 @@
 #include "cli/common.h"
 #include "cli/live.h"
 #include "core/ledger.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "host/hwtopo.h"
 
 #include <stdio.h>

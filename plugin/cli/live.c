@@ -4,7 +4,7 @@
 #include "cli/live.h"
 #include "cli/commands.h"
 #include "daemon/config.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "libvirt/connection.h"
 
 #include <libvirt/virterror.h>

@@ -9,7 +9,7 @@
 #include "core/rebalance.h"
 #include "daemon/cookies.h"
 #include "daemon/metrics.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "host/monitor.h"
 #include "libvirt/threads.h"
 

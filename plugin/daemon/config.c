@@ -3,7 +3,7 @@
  * and the bad value; the rest of the daemon trusts vpConfig.
  */
 #include "daemon/config.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "libvirt/threads.h"
 
 #include <errno.h>

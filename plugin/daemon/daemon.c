@@ -12,7 +12,7 @@
 #include "daemon/balance.h"
 #include "daemon/cookies.h"
 #include "daemon/hotplug.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "daemon/server.h"
 #include "host/hwtopo.h"
 #include "libvirt/connection.h"

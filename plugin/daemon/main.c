@@ -2,7 +2,7 @@
  * vcpuplaced: places and pins the vCPUs of libvirt's QEMU guests. See daemon.h.
  */
 #include "daemon/daemon.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "host/hwtopo.h"
 
 #include <glib-unix.h>

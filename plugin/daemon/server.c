@@ -6,7 +6,7 @@
  * and writes outlive a close, and so is the server, because kept calls outlive it.
  */
 #include "daemon/server.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 
 #include <errno.h>
 #include <gio/gunixsocketaddress.h>

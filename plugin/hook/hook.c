@@ -14,7 +14,7 @@
  * libvirt clears the environment, so VCPUPLACE_CONFIG and VCPUPLACE_HOOK_FAILURE only
  * matter when the hook is run by hand. Its inputs are read in input.c.
  */
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "hook/input.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * The hook's inputs. See input.h.
  */
 #include "hook/input.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 
 #include <errno.h>
 #include <string.h>

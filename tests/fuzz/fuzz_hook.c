@@ -6,7 +6,7 @@
  * Input: ARG\0ARG\0...\0\0CONFIG\0\0STDIN. Arguments beyond 8 are dropped; a missing
  * section is empty.
  */
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "fuzz.h"
 #include "hook/input.h"
 

@@ -11,7 +11,7 @@
  */
 #include "core/ledger.h"
 #include "daemon/daemon.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "fuzz.h"
 
 #include <errno.h>

@@ -192,7 +192,7 @@ wait "$listener" 2>/dev/null || true
 listener=
 
 # --- sizes ----------------------------------------------------------------------------------
-max=$(sed -n 's/^#define VP_PROTO_MAX_MESSAGE (\(.*\))$/\1/p' "$top/plugin/daemon/proto.h")
+max=$(sed -n 's/^#define VP_PROTO_MAX_MESSAGE (\(.*\))$/\1/p' "$top/plugin/proto/proto.h")
 max=$((max))
 [ "$max" -gt 0 ] || fail "VP_PROTO_MAX_MESSAGE not found in proto.h"
 # Lines of a given length (newline included), padded with spaces inside the JSON object.

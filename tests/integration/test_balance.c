@@ -13,7 +13,7 @@
 #include "core/ledger.h"
 #include "daemon/balance.h"
 #include "daemon/daemon.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 
 #include <check.h>
 #include <glib/gstdio.h>

@@ -12,7 +12,7 @@
 
 #include "core/ledger.h"
 #include "daemon/daemon.h"
-#include "daemon/proto.h"
+#include "proto/proto.h"
 #include "libvirt/domxml.h"
 #include "libvirt/pinning.h"
 #include "libvirt/threads.h"

@@ -3,7 +3,7 @@
  * connect, send and receive with a non-blocking socket, because the hook's whole budget
  * is a few hundred milliseconds and GSocket's own timeouts count whole seconds.
  */
-#include "daemon/proto.h"
+#include "proto/proto.h"
 
 #include <gio/gunixsocketaddress.h>
 #include <string.h>
