@@ -11,11 +11,12 @@
 #include "harness.h"
 
 #include "core/ledger.h"
+#include "host/ledgerfile.h"
 #include "daemon/daemon.h"
 #include "proto/proto.h"
 #include "libvirt/domxml.h"
 #include "libvirt/pinning.h"
-#include "libvirt/threads.h"
+#include "host/threads.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -163,7 +164,7 @@ START_TEST(test_start_stop_placed_released)
 
     /* The ledger on disk says the same. */
     g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
-    g_autoptr(vpLedger) saved = vpLedgerLoad(vpManagerTopology(m), state, NULL);
+    g_autoptr(vpLedger) saved = vpLedgerFileLoad(vpManagerTopology(m), state, NULL);
     ck_assert_ptr_nonnull(saved);
     ck_assert_uint_eq(vpLedgerNDomains(saved), 0);
     virDomainFree(dom);
@@ -324,7 +325,7 @@ START_TEST(test_hook_answered_while_main_loop_waits)
     /* The after-work (the save) waited for the main loop. */
     waitIdle(d);
     g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
-    g_autoptr(vpLedger) saved = vpLedgerLoad(vpManagerTopology(m), state, NULL);
+    g_autoptr(vpLedger) saved = vpLedgerFileLoad(vpManagerTopology(m), state, NULL);
     ck_assert_ptr_nonnull(saved);
     ck_assert_uint_eq(vpLedgerNDomains(saved), 1);
     ck_assert_ptr_nonnull(vpLedgerLookup(saved, "web"));
