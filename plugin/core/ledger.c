@@ -7,6 +7,7 @@
  * other smt=share vCPUs; those extra holders live in a per-PU side list.
  */
 #include "ledger.h"
+#include "core/jsonkeys.h"
 
 #include <string.h>
 
@@ -455,6 +456,7 @@ vpLedgerToJson(const vpLedger *ledger)
 vpLedger *
 vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
 {
+    static const char *const keys[] = {"version", "domains", NULL};
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     JsonObject *obj;
     JsonNode *member;
@@ -482,10 +484,8 @@ vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domains is missing or not an array");
         return NULL;
     }
-    if (json_object_get_size(obj) != 2) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown keys beside version and domains");
+    if (!vpJsonCheckKeys(obj, "ledger", keys, error))
         return NULL;
-    }
 
     domains = json_node_get_array(member);
     for (i = 0; i < json_array_get_length(domains); i++) {

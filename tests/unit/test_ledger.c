@@ -324,7 +324,7 @@ static const struct {
     {"{\"domains\":[]}", "version=missing is not supported (this build reads version 1)"},
     {"{\"version\":1}", "domains is missing or not an array"},
     {"{\"version\":1,\"domains\":{}}", "domains is missing or not an array"},
-    {"{\"version\":1,\"domains\":[],\"x\":0}", "unknown keys beside version and domains"},
+    {"{\"version\":1,\"domains\":[],\"x\":0}", "unknown key 'x' in ledger"},
     {"[1]", "ledger is not a JSON object"},
     {"{\"version\":1,\"domains\":[7]}", "domains[0]: plan is not a JSON object"},
 };

@@ -393,7 +393,7 @@ START_TEST(test_json_refused)
 {
     refused("[]", "not an object");
     refused("{\"vcpus\":[]}", "'cpus' is missing");
-    refused("{\"vcpus\":[],\"cpus\":[],\"extra\":1}", "unknown member 'extra'");
+    refused("{\"vcpus\":[],\"cpus\":[],\"extra\":1}", "unknown key 'extra' in interval");
     refused("{\"vcpus\":[{\"vcpu\":0,\"interval_ns\":1}],\"cpus\":[]}",
             "vcpus[0].domain is missing");
     refused("{\"vcpus\":[{\"domain\":\"a\",\"vcpu\":-1,\"interval_ns\":1}],\"cpus\":[]}",
@@ -410,7 +410,7 @@ START_TEST(test_json_refused)
             "vcpus[0].wait_ns=201 is outside [0, 200]");
     refused("{\"vcpus\":[{\"domain\":\"a\",\"vcpu\":0,\"interval_ns\":100,\"wakeups\":5}],"
             "\"cpus\":[]}",
-            "vcpus[0] has unknown member 'wakeups'");
+            "unknown key 'wakeups' in vcpus[0]");
     refused("{\"vcpus\":[],\"cpus\":[{\"cpu\":1,\"interval_ns\":10,\"busy_ns\":30}]}",
             "cpus[0].busy_ns=30 is outside [0, 20]");
     refused("{\"vcpus\":[],\"cpus\":[{\"cpu\":1,\"busy_ns\":3}]}",
