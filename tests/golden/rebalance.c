@@ -3,8 +3,9 @@
  * rebalance/ holds case.ini and expected.json, and its counter intervals: [case] series
  * names a recorded series of tests/unit/data/pressure (gzip), else intervals.jsonl beside
  * case.ini. Either starts with a header line, {"topology":{"packages","numa","l3","cores",
- * "threads"},"plans":[{"domain","smt","vcpus"[,"group","reserved","how"]}]}, then one
- * interval per line (vpPressureInputFromJson). Every interval goes through the daemon's
+ * "threads"},"plans":[{"domain","smt","vcpus"[,"group","reserved","how","rebalance"]}]},
+ * then one interval per line (vpPressureInputFromJson); gen_rebalance_cases.py writes the
+ * hand-made ones. Every interval goes through the daemon's
  * loop (pressure update, plan, apply, the policy check of tests/common/rebalfix.h,
  * commit), and a vCPU never returns to a PU it left within memory unless that PU was idle
  * for return_quiet intervals. expected.json holds every move with the second it came in;
