@@ -6,6 +6,7 @@
  */
 #include "core/ledger.h"
 #include "host/ledgerfile.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <errno.h>
@@ -617,14 +618,12 @@ START_TEST(test_save_bad_directory)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("ledger");
     TCase *tc = tcase_create("memory");
     TCase *files = tcase_create("files");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_add_owners);
     tcase_add_test(tc, test_emulator_kind);
@@ -648,9 +647,5 @@ main(void)
     tcase_add_test(files, test_save_bad_directory);
     suite_add_tcase(s, files);
 
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

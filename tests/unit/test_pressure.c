@@ -5,6 +5,7 @@
  * refused naming field and value) and the configuration.
  */
 #include "core/pressure.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <gio/gio.h>
@@ -510,8 +511,8 @@ START_TEST(test_config)
 }
 END_TEST
 
-static Suite *
-pressureSuite(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("pressure");
     TCase *model = tcase_create("model");
@@ -533,16 +534,4 @@ pressureSuite(void)
     tcase_add_test(json, test_recorded_series_parse);
     suite_add_tcase(s, json);
     return s;
-}
-
-int
-main(void)
-{
-    SRunner *sr = srunner_create(pressureSuite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

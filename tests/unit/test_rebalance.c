@@ -6,6 +6,7 @@
  */
 #include "core/rebalance.h"
 #include "rebalfix.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <string.h>
@@ -396,8 +397,8 @@ START_TEST(test_random_ledgers_keep_policy)
 }
 END_TEST
 
-static Suite *
-rebalanceSuite(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("rebalance");
     TCase *cases = tcase_create("cases");
@@ -410,16 +411,4 @@ rebalanceSuite(void)
     tcase_add_test(cases, test_random_ledgers_keep_policy);
     suite_add_tcase(s, cases);
     return s;
-}
-
-int
-main(void)
-{
-    SRunner *sr = srunner_create(rebalanceSuite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -1,0 +1,9 @@
+/*
+ * The one main() of the Check unit tests (checkmain.c): each test program defines
+ * vpTestSuite(), main runs it and exits 0 only when every test passed.
+ */
+#pragma once
+
+#include <check.h>
+
+Suite *vpTestSuite(void);
