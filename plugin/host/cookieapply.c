@@ -1,8 +1,9 @@
 /*
- * Cookie observation and actions on threads. SHARE copies a cookie from one thread: for
- * a VM's vCPU scope it goes to each vCPU thread, for its process scope to the thread group
- * (PR_SCHED_CORE_SCOPE_THREAD_GROUP); a fresh cookie for the vCPU scope is created on the
- * first vCPU thread and shared to the others.
+ * Cookie observation and actions on threads, and the threads of a QEMU process as /proc
+ * lists them (host/threads.h finds the process and its vCPU threads). SHARE copies a cookie from
+ * one thread: for a VM's vCPU scope it goes to each vCPU thread, for its process scope to the
+ * thread group (PR_SCHED_CORE_SCOPE_THREAD_GROUP); a fresh cookie for the vCPU scope is created on
+ * the first vCPU thread and shared to the others.
  */
 #include "host/cookieapply.h"
 #include "core/error.h"
