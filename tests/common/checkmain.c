@@ -8,7 +8,7 @@ main(void)
     SRunner *sr = srunner_create(vpTestSuite());
     int failed;
 
-    srunner_run_all(sr, CK_NORMAL);
+    srunner_run_all(sr, CK_ENV);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
