@@ -16,6 +16,7 @@
  *   VP_REGENERATE=1               rewrite expected.json from the current rebalancer
  */
 #include "core/rebalance.h"
+#include "goldencheck.h"
 #include "rebalfix.h"
 
 #include <check.h>
@@ -251,18 +252,6 @@ replay(Scenario *sc, const vpPressureConfig *pcfg, const vpRebalanceConfig *rcfg
     }
 }
 
-static char *
-toText(JsonNode *node)
-{
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autofree char *text = NULL;
-
-    json_generator_set_pretty(gen, TRUE);
-    json_generator_set_root(gen, node);
-    text = json_generator_to_data(gen, NULL);
-    return g_strconcat(text, "\n", NULL);
-}
-
 START_TEST(test_case)
 {
     const char *name = g_ptr_array_index(cases, _i);
@@ -278,8 +267,6 @@ START_TEST(test_case)
     g_autoptr(JsonBuilder) notes = NULL;
     g_autoptr(JsonBuilder) out = json_builder_new();
     g_autoptr(JsonNode) root = NULL;
-    g_autofree char *got = NULL;
-    g_autofree char *want = NULL;
     vpPressureConfig pcfg;
     vpRebalanceConfig rcfg;
     gboolean with_notes, with_ledger;
@@ -316,21 +303,9 @@ START_TEST(test_case)
     }
     json_builder_end_object(out);
     root = json_builder_get_root(out);
-    got = toText(root);
-    if (g_getenv("VP_REGENERATE")) {
-        ck_assert(g_file_set_contents(exp, got, -1, NULL));
-        return;
-    }
-    ck_assert_msg(g_file_get_contents(exp, &want, NULL, &error), "%s: %s", name, error->message);
-    ck_assert_msg(strcmp(got, want) == 0, "%s: moves differ from expected.json:\n%s", name, got);
+    vpGoldenCheck(name, exp, root);
 }
 END_TEST
-
-static int
-compareNames(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 int
 main(void)
@@ -350,7 +325,7 @@ main(void)
     cases = g_ptr_array_new_with_free_func(g_free);
     while ((entry = g_dir_read_name(dir)))
         g_ptr_array_add(cases, g_strdup(entry));
-    g_ptr_array_sort(cases, compareNames);
+    g_ptr_array_sort(cases, vpGoldenCompareNames);
 
     s = suite_create("golden-rebalance");
     tc = tcase_create("cases");
