@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/placer.h"
+#include "host/ledgerfile.h"
 #include "libvirt/domxml.h"
 
 #include <stdio.h>
@@ -47,7 +48,7 @@ vpCmdPlan(int argc, char **argv)
         return VP_EXIT_ERROR;
     }
     vpPolicyClear(&defaults);
-    ledger = ledger_path ? vpLedgerLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
+    ledger = ledger_path ? vpLedgerFileLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
     if (!ledger) {
         vpCliError("plan", error);
         return VP_EXIT_ERROR;

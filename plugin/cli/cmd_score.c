@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/trace.h"
+#include "core/jsonkeys.h"
 #include "core/score.h"
 
 #include <math.h>
@@ -70,21 +71,6 @@ memberCpus(JsonObject *obj, const char *key, guint *n, GError **error)
 }
 
 static gboolean
-checkKeys(JsonObject *obj, const char *const *allowed, GError **error)
-{
-    g_autoptr(GList) members = json_object_get_members(obj);
-
-    for (GList *l = members; l; l = l->next) {
-        if (!g_strv_contains(allowed, l->data)) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown key \"%s\"",
-                        (const char *)l->data);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
-static gboolean
 scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
 {
     static const char *const keys[] = {"op",      "name", "vcpus",    "smt", "group", "threads",
@@ -99,7 +85,7 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
     guint ncpus, nreserved = 0;
     gboolean ok;
 
-    if (!checkKeys(obj, keys, error))
+    if (!vpJsonCheckKeys(obj, "start event", keys, error))
         return FALSE;
     if (!json_object_has_member(obj, "vcpus")) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "start needs \"vcpus\"");
@@ -190,7 +176,7 @@ scoreLine(vpScore *score, const char *line, GError **error)
     if (strcmp(op, "start") == 0)
         return scoreStart(score, obj, name, error);
     if (strcmp(op, "stop") == 0) {
-        if (!checkKeys(obj, stop_keys, error))
+        if (!vpJsonCheckKeys(obj, "stop event", stop_keys, error))
             return FALSE;
         vpScoreStopped(score, name);
         return TRUE;

@@ -8,6 +8,7 @@
 #include "cli/trace.h"
 #include "core/placer.h"
 #include "core/score.h"
+#include "host/ledgerfile.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -198,7 +199,7 @@ vpCmdSimulate(int argc, char **argv)
         vpCliError("simulate", error);
         return VP_EXIT_ERROR;
     }
-    if (save && !vpLedgerSave(ledger, save, &error)) {
+    if (save && !vpLedgerFileSave(ledger, save, &error)) {
         vpCliError("simulate", error);
         return VP_EXIT_ERROR;
     }

@@ -7,9 +7,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/live.h"
-#include "core/ledger.h"
 #include "proto/proto.h"
 #include "host/hwtopo.h"
+#include "host/ledgerfile.h"
 
 #include <stdio.h>
 
@@ -224,7 +224,7 @@ vpCmdTopology(int argc, char **argv)
             vpCliError("topology", error);
             return VP_EXIT_ERROR;
         }
-        ledger = ledger_path ? vpLedgerLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
+        ledger = ledger_path ? vpLedgerFileLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
         if (!ledger) {
             vpCliError("topology", error);
             return VP_EXIT_ERROR;

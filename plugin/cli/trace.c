@@ -3,24 +3,19 @@
  * errors name the key and the value.
  */
 #include "cli/trace.h"
+#include "core/jsonkeys.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>
 
 #define VP_TRACE_MAX_VCPUS 4096
 
-static const char *const policy_keys[] = {"smt",      "group",     "coresched", "locality",
-                                          "emulator", "rebalance", "unmet"};
-
-static gboolean
-isPolicyKey(const char *key)
-{
-    for (gsize i = 0; i < G_N_ELEMENTS(policy_keys); i++) {
-        if (strcmp(key, policy_keys[i]) == 0)
-            return TRUE;
-    }
-    return FALSE;
-}
+/* A start event's keys: six for the request, then (policy_keys) the policy attributes. */
+static const char *const start_keys[] = {"op",       "name",      "vcpus", "threads",   "cores",
+                                         "sockets",  "smt",       "group", "coresched", "locality",
+                                         "emulator", "rebalance", "unmet", NULL};
+static const char *const *const policy_keys = start_keys + 6;
+static const char *const stop_keys[] = {"op", "name", NULL};
 
 gboolean
 vpTraceGetUInt(JsonObject *obj, const char *key, unsigned max, unsigned *out, GError **error)
@@ -73,7 +68,6 @@ validName(const char *name)
 static gboolean
 parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError **error)
 {
-    g_autoptr(GList) members = json_object_get_members(obj);
     unsigned vcpus = 0;
 
     if (!json_object_has_member(obj, "vcpus")) {
@@ -89,19 +83,15 @@ parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError *
         !vpTraceGetUInt(obj, "cores", VP_TRACE_MAX_VCPUS, &ev->req->cores, error) ||
         !vpTraceGetUInt(obj, "sockets", VP_TRACE_MAX_VCPUS, &ev->req->sockets, error))
         return FALSE;
-    for (GList *l = members; l; l = l->next) {
-        const char *key = l->data;
+    if (!vpJsonCheckKeys(obj, "start event", start_keys, error))
+        return FALSE;
+    for (const char *const *key = policy_keys; *key; key++) {
         const char *value;
 
-        if (strcmp(key, "op") == 0 || strcmp(key, "name") == 0 || strcmp(key, "vcpus") == 0 ||
-            strcmp(key, "threads") == 0 || strcmp(key, "cores") == 0 || strcmp(key, "sockets") == 0)
+        if (!json_object_has_member(obj, *key))
             continue;
-        if (!isPolicyKey(key)) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown key \"%s\"", key);
-            return FALSE;
-        }
-        if (!(value = vpTraceGetString(obj, key, error)) ||
-            !vpPolicySetAttr(&ev->req->policy, key, value, error))
+        if (!(value = vpTraceGetString(obj, *key, error)) ||
+            !vpPolicySetAttr(&ev->req->policy, *key, value, error))
             return FALSE;
     }
     ev->req->has_policy = TRUE;
@@ -142,8 +132,7 @@ vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev, G
     }
     if (strcmp(op, "stop") == 0) {
         ev->op = VP_TRACE_STOP;
-        if (json_object_get_size(obj) != 2) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "stop takes only \"op\" and \"name\"");
+        if (!vpJsonCheckKeys(obj, "stop event", stop_keys, error)) {
             vpTraceEventClear(ev);
             return FALSE;
         }

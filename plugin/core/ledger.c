@@ -7,15 +7,11 @@
  * other smt=share vCPUs; those extra holders live in a per-PU side list.
  */
 #include "ledger.h"
+#include "core/jsonkeys.h"
 
-#include <errno.h>
-#include <glib/gstdio.h>
 #include <string.h>
 
 #define VP_LEDGER_VERSION 1
-/* A ledger for thousands of domains is well under a megabyte; this only stops a
- * mistaken path (a disk image, /dev/zero) from being read into memory. */
-#define VP_LEDGER_MAX_BYTES (64 * 1024 * 1024)
 
 struct _vpLedger {
     const vpTopology *topo;
@@ -460,6 +456,7 @@ vpLedgerToJson(const vpLedger *ledger)
 vpLedger *
 vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
 {
+    static const char *const keys[] = {"version", "domains", NULL};
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     JsonObject *obj;
     JsonNode *member;
@@ -487,10 +484,8 @@ vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domains is missing or not an array");
         return NULL;
     }
-    if (json_object_get_size(obj) != 2) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown keys beside version and domains");
+    if (!vpJsonCheckKeys(obj, "ledger", keys, error))
         return NULL;
-    }
 
     domains = json_node_get_array(member);
     for (i = 0; i < json_array_get_length(domains); i++) {
@@ -505,73 +500,40 @@ vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
     return g_steal_pointer(&ledger);
 }
 
-gboolean
-vpLedgerSave(const vpLedger *ledger, const char *path, GError **error)
+char *
+vpLedgerToText(const vpLedger *ledger)
 {
     g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autoptr(JsonNode) root = vpLedgerToJson(ledger);
-    g_autoptr(GError) local = NULL;
     g_autofree char *text = NULL;
-    g_autofree char *data = NULL;
 
     json_generator_set_pretty(gen, TRUE);
     json_generator_set_root(gen, root);
     text = json_generator_to_data(gen, NULL);
-    data = g_strconcat(text, "\n", NULL);
-
-    /* GLib 2.74 writes a temporary file beside path, fsyncs it, renames it over path and
-     * fsyncs the directory with these flags (checked with strace): a crash leaves the old
-     * ledger or the new one, never a mix. */
-    if (!g_file_set_contents_full(path, data, -1,
-                                  G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
-                                  0600, &local)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, local->message);
-        return FALSE;
-    }
-    return TRUE;
+    return g_strconcat(text, "\n", NULL);
 }
 
 vpLedger *
-vpLedgerLoad(const vpTopology *topo, const char *path, GError **error)
+vpLedgerFromText(const vpTopology *topo, const char *text, gsize len, const char *name,
+                 GError **error)
 {
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) local = NULL;
-    g_autofree char *data = NULL;
     vpLedger *ledger;
-    GStatBuf st;
-    gsize len;
 
-    if (g_stat(path, &st) < 0) {
-        int err = errno;
-
-        if (err == ENOENT)
-            return vpLedgerNew(topo);
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(err));
-        return NULL;
-    }
-    if (st.st_size > VP_LEDGER_MAX_BYTES) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "ledger %s: %lld bytes is more than a ledger can be (%d)", path,
-                    (long long)st.st_size, VP_LEDGER_MAX_BYTES);
-        return NULL;
-    }
-    if (!g_file_get_contents(path, &data, &len, &local)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, local->message);
-        return NULL;
-    }
-    if (!json_parser_load_from_data(parser, data, len, &local)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s is corrupt: %s", path,
+    if (!json_parser_load_from_data(parser, text, len, &local)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s is corrupt: %s", name,
                     local->message);
         return NULL;
     }
     if (!json_parser_get_root(parser)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "ledger %s is empty (truncated?); remove it to start from an empty ledger",
-                    path);
+                    name);
         return NULL;
     }
     if (!(ledger = vpLedgerFromJson(topo, json_parser_get_root(parser), &local))) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s: %s", path, local->message);
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s: %s", name, local->message);
         return NULL;
     }
     return ledger;

@@ -56,9 +56,11 @@ gboolean vpLedgerCheck(const vpLedger *ledger, GError **error);
 
 JsonNode *vpLedgerToJson(const vpLedger *ledger);
 vpLedger *vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error);
-/* Atomic: temp file in the same directory, fsync, rename, fsync the directory. Mode 0600. */
-gboolean vpLedgerSave(const vpLedger *ledger, const char *path, GError **error);
-/* A missing file is an empty ledger; a corrupt or truncated one is an error naming it. */
-vpLedger *vpLedgerLoad(const vpTopology *topo, const char *path, GError **error);
+/* The text of a ledger file (pretty JSON and a newline); host/ledgerfile.h writes it. */
+char *vpLedgerToText(const vpLedger *ledger);
+/* Parses len bytes of a ledger file; name (its path) goes into the messages. Empty, corrupt
+ * or truncated text is an error naming it. */
+vpLedger *vpLedgerFromText(const vpTopology *topo, const char *text, gsize len, const char *name,
+                           GError **error);
 
 const char *vpOwnKindName(vpOwnKind kind);

@@ -4,6 +4,7 @@
  * not have written: every key known, every value typed and in range.
  */
 #include "plan.h"
+#include "core/jsonkeys.h"
 
 #include <limits.h>
 #include <string.h>
@@ -225,21 +226,6 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
 
 /* Reader helpers: each names the field as a path ("vcpus[2].pu") and the bad value. */
 
-static gboolean
-vpPlanCheckKeys(JsonObject *obj, const char *where, const char *const *known, GError **error)
-{
-    g_autoptr(GList) members = json_object_get_members(obj);
-
-    for (GList *m = members; m; m = m->next) {
-        if (!g_strv_contains(known, m->data)) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s%sunknown key '%s'", where,
-                        *where ? ": " : "", (const char *)m->data);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
 static JsonNode *
 vpPlanMember(JsonObject *obj, const char *field, GError **error)
 {
@@ -377,7 +363,7 @@ vpPlanReadPolicy(JsonObject *obj, vpPolicy *policy, GError **error)
     JsonObject *pobj = vpPlanGetObject(obj, "policy", error);
     size_t i;
 
-    if (!pobj || !vpPlanCheckKeys(pobj, "policy", keys, error))
+    if (!pobj || !vpJsonCheckKeys(pobj, "policy", keys, error))
         return FALSE;
     for (i = 0; keys[i]; i++) {
         g_autoptr(GError) local = NULL;
@@ -430,7 +416,7 @@ vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **err
             return FALSE;
         }
         vobj = json_node_get_object(elem);
-        if (!vpPlanCheckKeys(vobj, where, keys, error))
+        if (!vpJsonCheckKeys(vobj, where, keys, error))
             return FALSE;
         if (!vpPlanGetInt(vobj, path, "vcpu", i, i, &v, error))
             return FALSE;
@@ -458,7 +444,7 @@ vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
         return TRUE;
     if (!(gobj = vpPlanGetObject(obj, "guest_topology", error)))
         return FALSE;
-    if (!vpPlanCheckKeys(gobj, "guest_topology", keys, error))
+    if (!vpJsonCheckKeys(gobj, "guest_topology", keys, error))
         return FALSE;
     if (!vpPlanGetInt(gobj, "guest_topology.", "sockets", 1, VP_PLAN_MAX_VCPUS, &v, error))
         return FALSE;
@@ -498,7 +484,7 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
     gint64 v;
     int i;
 
-    if (!vpPlanCheckKeys(obj, "", keys, error))
+    if (!vpJsonCheckKeys(obj, "plan", keys, error))
         return FALSE;
     if (!vpPlanGetString(obj, "", "group", TRUE, &group, error))
         return FALSE;

@@ -9,6 +9,7 @@
  * neither flaps nor restarts its count.
  */
 #include "core/pressure.h"
+#include "core/jsonkeys.h"
 
 #include <math.h>
 #include <string.h>
@@ -286,21 +287,6 @@ getCount(JsonObject *obj, const char *where, const char *name, guint64 max, guin
     return TRUE;
 }
 
-static gboolean
-checkMembers(JsonObject *obj, const char *where, const char *const *allowed, GError **error)
-{
-    g_autoptr(GList) names = json_object_get_members(obj);
-
-    for (GList *l = names; l; l = l->next) {
-        if (!g_strv_contains(allowed, l->data)) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s has unknown member '%s'", where,
-                        (const char *)l->data);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
 /* Two counters that are only meaningful together. */
 static gboolean
 getPair(JsonObject *obj, const char *where, const char *a, const char *b, guint64 max, guint64 *va,
@@ -337,7 +323,7 @@ vcpuFromJson(JsonNode *node, const char *where, vpPressureSample *s, GError **er
         return FALSE;
     }
     obj = json_node_get_object(node);
-    if (!checkMembers(obj, where, allowed, error))
+    if (!vpJsonCheckKeys(obj, where, allowed, error))
         return FALSE;
     dom = json_object_get_member(obj, "domain");
     if (!dom || !JSON_NODE_HOLDS_VALUE(dom) || json_node_get_value_type(dom) != G_TYPE_STRING ||
@@ -386,7 +372,7 @@ cpuFromJson(JsonNode *node, const char *where, vpCpuSample *c, GError **error)
         return FALSE;
     }
     obj = json_node_get_object(node);
-    if (!checkMembers(obj, where, allowed, error) ||
+    if (!vpJsonCheckKeys(obj, where, allowed, error) ||
         !getCount(obj, where, "cpu", 65535, &v, NULL, error) ||
         !getCount(obj, where, "interval_ns", MAX_INTERVAL_NS, &c->interval_ns, NULL, error))
         return FALSE;
@@ -425,7 +411,7 @@ vpPressureInputFromJson(JsonNode *node, GError **error)
         return NULL;
     }
     obj = json_node_get_object(node);
-    if (!checkMembers(obj, "interval", allowed, error) ||
+    if (!vpJsonCheckKeys(obj, "interval", allowed, error) ||
         !(vcpus = getArray(obj, "vcpus", error)) || !(cpus = getArray(obj, "cpus", error)))
         return NULL;
     for (guint i = 0; i < json_array_get_length(vcpus); i++) {

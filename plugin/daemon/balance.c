@@ -11,7 +11,7 @@
 #include "daemon/metrics.h"
 #include "proto/proto.h"
 #include "host/monitor.h"
-#include "libvirt/threads.h"
+#include "host/threads.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * logged once with its figures. Serves the socket operations top, rebalance and metrics,
  * and writes the Prometheus textfile.
  *
- * Thread ids come from plugin/libvirt/threads.h when a domain goes live, and are looked up
+ * Thread ids come from plugin/host/threads.h when a domain goes live, and are looked up
  * again when one of them exits and every ten intervals (vCPU hotplug). Drivers whose
  * threads cannot be found (the test driver) give no samples; vpBalanceFeed() stands in.
  */

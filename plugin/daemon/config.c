@@ -4,7 +4,7 @@
  */
 #include "daemon/config.h"
 #include "proto/proto.h"
-#include "libvirt/threads.h"
+#include "host/threads.h"
 
 #include <errno.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  *
  * A pass covers every running domain at once, because a trust group's cookie and the rule
  * "no two untrusted VMs share a cookie" are about several domains together. Threads are
- * found the way libvirt starts QEMU (libvirt/threads.h: pidfile, thread names), so a driver
+ * found the way libvirt starts QEMU (host/threads.h: pidfile, thread names), so a driver
  * without QEMU processes (the test driver) has no threads to cookie. Cookie ids read 0
  * until the kernel's random pool is ready: such domains are "pending" and the pass is
  * retried a bounded number of times; failures too.
@@ -13,7 +13,6 @@
 #include "core/cookieplan.h"
 #include "host/cookieapply.h"
 #include "libvirt/domxml.h"
-#include "libvirt/threads.h"
 
 #include <libvirt/virterror.h>
 #include <string.h>
@@ -145,51 +144,6 @@ domPolicy(vpCookies *c, const char *name, vpDomCookies *dc)
     return TRUE;
 }
 
-static char *
-threadComm(pid_t pid, pid_t tid)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%d/task/%d/comm", (int)pid, (int)tid);
-    char *comm = NULL;
-    if (!g_file_get_contents(path, &comm, NULL, NULL))
-        return NULL;
-    return g_strchomp(comm);
-}
-
-/* Every thread of the QEMU process: vCPU threads first (by vCPU), then the others. */
-static void
-findThreads(vpCookies *c, vpDomCookies *dc)
-{
-    const char *rundir = vpConfigQemuRunDir(vpDaemonConfig(c->d));
-    g_autoptr(vpVcpuThreads) t = vpVcpuThreadsFind(rundir, "/proc", dc->name, NULL);
-
-    dc->proc.threads = vpCookieThreadsNew();
-    if (!t)
-        return;
-    dc->proc.pid = t->pid;
-    for (unsigned v = 0; v < t->nvcpus; v++) {
-        if (!t->tids[v])
-            continue;
-        vpCookieThread th = {
-            .tid = t->tids[v], .comm = threadComm(t->pid, t->tids[v]), .vcpu = (int)v};
-        g_array_append_val(dc->proc.threads, th);
-    }
-    g_autofree char *taskdir = g_strdup_printf("/proc/%d/task", (int)t->pid);
-    g_autoptr(GDir) dir = g_dir_open(taskdir, 0, NULL);
-    const char *entry;
-    while (dir && (entry = g_dir_read_name(dir))) {
-        guint64 tid;
-        gboolean vcpu = FALSE;
-        if (!g_ascii_string_to_unsigned(entry, 10, 1, G_MAXINT32, &tid, NULL))
-            continue;
-        for (unsigned v = 0; v < t->nvcpus; v++)
-            vcpu |= t->tids[v] == (pid_t)tid;
-        if (vcpu)
-            continue;
-        vpCookieThread th = {.tid = (pid_t)tid, .comm = threadComm(t->pid, (pid_t)tid), .vcpu = -1};
-        g_array_append_val(dc->proc.threads, th);
-    }
-}
-
 /* Reads each thread's cookie; a refusal by the kernel is the domain's error. */
 static void
 observe(vpCookies *c, vpDomCookies *dc)
@@ -314,7 +268,7 @@ collect(vpCookies *c)
         vpDomCookies *old = g_hash_table_lookup(c->doms, name);
         if (old)
             dc->logged = g_steal_pointer(&old->logged);
-        findThreads(c, dc);
+        vpCookieProcessFind(&dc->proc, vpConfigQemuRunDir(vpDaemonConfig(c->d)), "/proc", name);
         g_hash_table_replace(c->doms, dc->name, dc);
         g_hash_table_add(keep, dc->name);
         g_ptr_array_add(names, g_strdup(name));

@@ -18,7 +18,7 @@
 #include "libvirt/connection.h"
 #include "libvirt/domxml.h"
 #include "libvirt/pinning.h"
-#include "libvirt/threads.h"
+#include "host/threads.h"
 
 #include <libvirt/virterror.h>
 #include <string.h>

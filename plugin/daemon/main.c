@@ -83,8 +83,8 @@ main(int argc, char **argv)
         g_autoptr(vpTopology) topo =
             vpHwtopoLoad(cfg->topology, cfg->host_cpus, cfg->housekeeping, &err);
         if (!topo) {
-            fprintf(stderr, "vcpuplaced: topology %s: %s\n", cfg->topology ? cfg->topology : "host",
-                    err->message);
+            g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "MESSAGE", "topology %s: %s",
+                             cfg->topology ? cfg->topology : "host", err->message);
             return 1;
         }
         g_autofree char *list = vpCpuListFormat(vpTopologyUsableSet(topo));

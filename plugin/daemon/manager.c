@@ -8,10 +8,9 @@
 #include "core/grow.h"
 #include "core/placer.h"
 #include "core/rebalance.h"
+#include "host/ledgerfile.h"
 #include "libvirt/domxml.h"
 
-#include <errno.h>
-#include <glib/gstdio.h>
 #include <string.h>
 
 struct _vpManager {
@@ -70,16 +69,16 @@ static vpLedger *
 loadLedger(const vpTopology *topo, const char *path)
 {
     g_autoptr(GError) err = NULL;
-    vpLedger *ledger = vpLedgerLoad(topo, path, &err);
+    g_autoptr(GError) why = NULL;
+    vpLedger *ledger = vpLedgerFileLoad(topo, path, &err);
     if (ledger)
         return ledger;
-    g_autofree char *aside = g_strdup_printf("%s.unreadable-%" G_GINT64_FORMAT, path,
-                                             g_get_real_time() / G_USEC_PER_SEC);
-    if (g_rename(path, aside) < 0)
+    g_autofree char *aside = vpLedgerFileSetAside(path, &why);
+    if (!aside)
         g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
                          "ledger %s is unreadable (%s) and cannot be moved aside (%s); "
                          "starting empty, rebuilding from libvirt",
-                         path, err->message, g_strerror(errno));
+                         path, err->message, why->message);
     else
         g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
                          "ledger %s is unreadable (%s); moved to %s, starting empty, "
@@ -91,10 +90,7 @@ loadLedger(const vpTopology *topo, const char *path)
 vpManager *
 vpManagerNew(vpTopology *topo, const vpPolicy *defaults, const char *state_path, GError **error)
 {
-    g_autofree char *dir = g_path_get_dirname(state_path);
-    if (g_mkdir_with_parents(dir, 0700) < 0) {
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "cannot create state directory %s: %s", dir,
-                    g_strerror(errno));
+    if (!vpLedgerFileMakeDir(state_path, error)) {
         vpTopologyFree(topo);
         return NULL;
     }
@@ -197,7 +193,7 @@ vpManagerDirty(const vpManager *m)
 gboolean
 vpManagerSave(vpManager *m, GError **error)
 {
-    if (!vpLedgerSave(m->ledger, m->state_path, error))
+    if (!vpLedgerFileSave(m->ledger, m->state_path, error))
         return FALSE;
     m->dirty = FALSE;
     return TRUE;

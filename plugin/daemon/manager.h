@@ -1,7 +1,7 @@
 /*
  * The daemon's bookkeeping, without I/O of its own: the topology, the ledger (persisted
- * under the state path), and per domain what state it is in. It decides; the daemon
- * carries the decisions out through libvirt and reports back.
+ * under the state path by host/ledgerfile.h), and per domain what state it is in. It decides; the
+ * daemon carries the decisions out through libvirt and reports back.
  *
  * Truth: the ledger says what vcpuplace reserved; libvirt's live pins say what is applied.
  * vpManagerSync() reconciles one running domain against both.

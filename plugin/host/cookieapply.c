@@ -1,11 +1,13 @@
 /*
- * Cookie observation and actions on threads. SHARE copies a cookie from one thread: for
- * a VM's vCPU scope it goes to each vCPU thread, for its process scope to the thread group
- * (PR_SCHED_CORE_SCOPE_THREAD_GROUP); a fresh cookie for the vCPU scope is created on the
- * first vCPU thread and shared to the others.
+ * Cookie observation and actions on threads, and the threads of a QEMU process as /proc
+ * lists them (host/threads.h finds the process and its vCPU threads). SHARE copies a cookie from
+ * one thread: for a VM's vCPU scope it goes to each vCPU thread, for its process scope to the
+ * thread group (PR_SCHED_CORE_SCOPE_THREAD_GROUP); a fresh cookie for the vCPU scope is created on
+ * the first vCPU thread and shared to the others.
  */
 #include "host/cookieapply.h"
 #include "core/error.h"
+#include "host/threads.h"
 
 static void
 threadClear(gpointer data)
@@ -19,6 +21,50 @@ vpCookieThreadsNew(void)
     GArray *threads = g_array_new(FALSE, TRUE, sizeof(vpCookieThread));
     g_array_set_clear_func(threads, threadClear);
     return threads;
+}
+
+static char *
+threadComm(const char *proc, pid_t pid, pid_t tid)
+{
+    g_autofree char *path = g_strdup_printf("%s/%d/task/%d/comm", proc, (int)pid, (int)tid);
+    char *comm = NULL;
+    if (!g_file_get_contents(path, &comm, NULL, NULL))
+        return NULL;
+    return g_strchomp(comm);
+}
+
+void
+vpCookieProcessFind(vpCookieProcess *p, const char *rundir, const char *proc, const char *name)
+{
+    g_autoptr(vpVcpuThreads) t = vpVcpuThreadsFind(rundir, proc, name, NULL);
+
+    p->threads = vpCookieThreadsNew();
+    if (!t)
+        return;
+    p->pid = t->pid;
+    for (unsigned v = 0; v < t->nvcpus; v++) {
+        if (!t->tids[v])
+            continue;
+        vpCookieThread th = {
+            .tid = t->tids[v], .comm = threadComm(proc, t->pid, t->tids[v]), .vcpu = (int)v};
+        g_array_append_val(p->threads, th);
+    }
+    g_autofree char *taskdir = g_strdup_printf("%s/%d/task", proc, (int)t->pid);
+    g_autoptr(GDir) dir = g_dir_open(taskdir, 0, NULL);
+    const char *entry;
+    while (dir && (entry = g_dir_read_name(dir))) {
+        guint64 tid;
+        gboolean vcpu = FALSE;
+        if (!g_ascii_string_to_unsigned(entry, 10, 1, G_MAXINT32, &tid, NULL))
+            continue;
+        for (unsigned v = 0; v < t->nvcpus; v++)
+            vcpu |= t->tids[v] == (pid_t)tid;
+        if (vcpu)
+            continue;
+        vpCookieThread th = {
+            .tid = (pid_t)tid, .comm = threadComm(proc, t->pid, (pid_t)tid), .vcpu = -1};
+        g_array_append_val(p->threads, th);
+    }
 }
 
 static void

@@ -1,7 +1,7 @@
 /*
  * core/cookieplan.h's decisions carried out on real threads: what a VM's threads carry,
  * read with PR_SCHED_CORE_GET, and its CREATE and SHARE steps done with prctl
- * (host/coresched.h). The daemon hands it the threads of QEMU processes; the guest tier
+ * (host/coresched.h). The daemon has it find the threads of QEMU processes; the guest tier
  * hands it stand-ins on a SCHED_CORE kernel.
  */
 #pragma once
@@ -28,6 +28,12 @@ typedef struct {
 
 /* An empty thread list that frees the names it holds. */
 GArray *vpCookieThreadsNew(void);
+
+/* The QEMU process of domain name (host/threads.h: rundir is its pidfile directory, proc
+ * "/proc") and every thread of it, vCPU threads first (by vCPU), then the others. p gets a
+ * thread list in any case; its pid is 0 when no QEMU process was found. */
+void vpCookieProcessFind(vpCookieProcess *p, const char *rundir, const char *proc,
+                         const char *name);
 
 /* Reads every thread's cookie (threads that exited are dropped) and sets d's seen, vcpus,
  * vcpus_all, others and others_all; the caller fills the rest of d. Ids that read 0 while

@@ -113,7 +113,7 @@ warnOnce(vpMonitor *mon, Warned cause, const char *fmt, ...)
     va_start(ap, fmt);
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    g_warning("monitor: %s", msg);
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE", "monitor: %s", msg);
 }
 
 static bool
@@ -460,9 +460,10 @@ detectSwitches(vpMonitor *mon, const vpMonitorOptions *opts)
     mon->switch_probe[1] = fd;
     mon->switch_tp = tp;
     if (tp < 0)
-        g_message("monitor: switch counts read from /proc/PID/task/TID/%s (%s), about 4 us per "
-                  "thread and sample",
-                  mon->switches_file, why->str);
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, "MESSAGE",
+                         "monitor: switch counts read from /proc/PID/task/TID/%s (%s), about 4 us "
+                         "per thread and sample",
+                         mon->switches_file, why->str);
 }
 
 static void
@@ -489,8 +490,9 @@ detect(vpMonitor *mon, const vpMonitorOptions *opts)
     err = perfOpenGroup(PERF_TYPE_HARDWARE, hw_events, 2, 0, fds);
     mon->hw = err == 0;
     if (err)
-        g_message("monitor: no hardware counters (%s): cycles and instructions not sampled",
-                  g_strerror(err));
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, "MESSAGE",
+                         "monitor: no hardware counters (%s): cycles and instructions not sampled",
+                         g_strerror(err));
     for (int i = 0; i < 2 && !err; i++)
         closeFd(&fds[i]);
     mon->switch_tp = -1;
@@ -871,7 +873,9 @@ sampleThread(vpMonitor *mon, Thread *t, vpMonitorSample *s)
                                                         : vpMonitorParseStatus(buf, &c);
     gone |= vanished(r);
     if (gone) {
-        g_message("monitor: domain '%s' vCPU %d: thread %d has exited", t->domain, t->vcpu, t->tid);
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, "VCPUPLACE_DOMAIN", t->domain,
+                         "MESSAGE", "monitor: domain '%s' vCPU %d: thread %d has exited", t->domain,
+                         t->vcpu, t->tid);
         threadClose(t);
         t->gone = true;
         s->gone = true;

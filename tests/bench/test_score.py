@@ -111,7 +111,7 @@ class SameAsSimulate(unittest.TestCase):
 class BadInput(unittest.TestCase):
     CASES = (
         ('{"op":"start","name":"a","vcpus":1,"smt":"spread","cpus":[0],"us":1,"color":"x"}',
-         'unknown key "color"'),
+         "unknown key 'color' in start event"),
         ('{"op":"start","name":"a","vcpus":2,"smt":"spread","cpus":[0],"us":1}',
          '"cpus" has 1 entries for 2 vCPUs'),
         ('{"op":"start","name":"a","vcpus":1,"smt":"spread","cpus":[99],"us":1}',
@@ -139,7 +139,7 @@ class BadInput(unittest.TestCase):
          '{"op":"start","name":"a","vcpus":1,"smt":"spread","cpus":[1],"us":1}',
          "VM 'a' is placed twice"),
         ('{"op":"pause","name":"a"}', "\"op\": 'pause' is not one of start, stop"),
-        ('{"op":"stop","name":"a","vcpus":1}', 'unknown key "vcpus"'),
+        ('{"op":"stop","name":"a","vcpus":1}', "unknown key 'vcpus' in stop event"),
         ('[1,2]', "an outcome must be a JSON object"),
         ('{"op":"start",', ":1: "),
     )

@@ -15,6 +15,7 @@
 #include "core/placer.h"
 #include "host/hwtopo.h"
 #include "libvirt/domxml.h"
+#include "goldencheck.h"
 #include "props.h"
 
 #include <check.h>
@@ -91,18 +92,6 @@ prefill(const vpTopology *topo, vpLedger *ledger, const char *path)
     vpPolicyClear(&defaults);
 }
 
-static char *
-toText(JsonNode *node)
-{
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autofree char *text = NULL;
-
-    json_generator_set_pretty(gen, TRUE);
-    json_generator_set_root(gen, node);
-    text = json_generator_to_data(gen, NULL);
-    return g_strconcat(text, "\n", NULL);
-}
-
 static JsonNode *
 refusalJson(const GError *error)
 {
@@ -130,8 +119,6 @@ START_TEST(test_case)
     g_autoptr(vpRequest) req = NULL;
     g_autoptr(vpPlan) plan = NULL;
     g_autoptr(JsonNode) out = NULL;
-    g_autofree char *got = NULL;
-    g_autofree char *want = NULL;
     vpPolicy defaults;
 
     ck_assert_msg(g_key_file_load_from_file(kf, ini, G_KEY_FILE_NONE, &error), "%s: %s", ini,
@@ -156,21 +143,9 @@ START_TEST(test_case)
         out = refusalJson(error);
         g_clear_error(&error);
     }
-    got = toText(out);
-    if (g_getenv("VP_REGENERATE")) {
-        ck_assert(g_file_set_contents(exp, got, -1, NULL));
-        return;
-    }
-    ck_assert_msg(g_file_get_contents(exp, &want, NULL, &error), "%s: %s", name, error->message);
-    ck_assert_msg(strcmp(got, want) == 0, "%s: plan differs from expected.json:\n%s", name, got);
+    vpGoldenCheck(name, exp, out);
 }
 END_TEST
-
-static int
-compareNames(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static char *tracedir;
 
@@ -250,7 +225,7 @@ runTraces(const char *topdir)
         if (g_str_has_suffix(entry, ".jsonl"))
             g_ptr_array_add(cases, g_strdup(entry));
     }
-    g_ptr_array_sort(cases, compareNames);
+    g_ptr_array_sort(cases, vpGoldenCompareNames);
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_trace, 0, cases->len);
     suite_add_tcase(s, tc);
@@ -302,7 +277,7 @@ main(int argc, char **argv)
         if (usesShared(entry) == want_shared)
             g_ptr_array_add(cases, g_strdup(entry));
     }
-    g_ptr_array_sort(cases, compareNames);
+    g_ptr_array_sort(cases, vpGoldenCompareNames);
 
     s = suite_create(want_shared ? "golden-shared" : "golden-synthetic");
     tc = tcase_create("cases");

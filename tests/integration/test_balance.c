@@ -11,6 +11,7 @@
 #include "harness.h"
 
 #include "core/ledger.h"
+#include "host/ledgerfile.h"
 #include "daemon/balance.h"
 #include "daemon/daemon.h"
 #include "proto/proto.h"
@@ -225,7 +226,7 @@ START_TEST(test_separate_overcommitted)
     ck_assert(!hwloc_bitmap_isset(vpManagerPlan(m, mover)->emulator, 0));
     /* and the ledger on disk says so */
     g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
-    g_autoptr(vpLedger) saved = vpLedgerLoad(vpManagerTopology(m), state, &err);
+    g_autoptr(vpLedger) saved = vpLedgerFileLoad(vpManagerTopology(m), state, &err);
     ck_assert_ptr_nonnull(saved);
     ck_assert_int_eq(vpLedgerLookup(saved, mover)->vcpu_pu[0], 1);
 

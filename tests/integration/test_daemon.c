@@ -11,11 +11,11 @@
 #include "harness.h"
 
 #include "core/ledger.h"
+#include "host/ledgerfile.h"
 #include "daemon/daemon.h"
 #include "proto/proto.h"
 #include "libvirt/domxml.h"
 #include "libvirt/pinning.h"
-#include "libvirt/threads.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -163,7 +163,7 @@ START_TEST(test_start_stop_placed_released)
 
     /* The ledger on disk says the same. */
     g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
-    g_autoptr(vpLedger) saved = vpLedgerLoad(vpManagerTopology(m), state, NULL);
+    g_autoptr(vpLedger) saved = vpLedgerFileLoad(vpManagerTopology(m), state, NULL);
     ck_assert_ptr_nonnull(saved);
     ck_assert_uint_eq(vpLedgerNDomains(saved), 0);
     virDomainFree(dom);
@@ -324,7 +324,7 @@ START_TEST(test_hook_answered_while_main_loop_waits)
     /* The after-work (the save) waited for the main loop. */
     waitIdle(d);
     g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
-    g_autoptr(vpLedger) saved = vpLedgerLoad(vpManagerTopology(m), state, NULL);
+    g_autoptr(vpLedger) saved = vpLedgerFileLoad(vpManagerTopology(m), state, NULL);
     ck_assert_ptr_nonnull(saved);
     ck_assert_uint_eq(vpLedgerNDomains(saved), 1);
     ck_assert_ptr_nonnull(vpLedgerLookup(saved, "web"));
@@ -738,60 +738,6 @@ START_TEST(test_config_errors)
 }
 END_TEST
 
-static void
-writeFile(const char *dir, const char *name, const char *text, gsize len)
-{
-    g_autofree char *path = g_build_filename(dir, name, NULL);
-    g_autofree char *parent = g_path_get_dirname(path);
-    ck_assert_int_eq(g_mkdir_with_parents(parent, 0755), 0);
-    ck_assert(g_file_set_contents(path, text, len, NULL));
-}
-
-/* vCPU threads from libvirt's pidfile and a /proc tree laid out like a QEMU's. */
-START_TEST(test_vcpu_threads)
-{
-    g_autofree char *run = g_build_filename(tmpdir, "run", NULL);
-    g_autofree char *proc = g_build_filename(tmpdir, "proc", NULL);
-    static const char cmdline[] = "qemu-system-x86_64\0-name\0guest=we,,b,debug-threads=on\0";
-    writeFile(run, "we,b.pid", "4242\n", -1);
-    writeFile(proc, "4242/cmdline", cmdline, sizeof(cmdline));
-    writeFile(proc, "4242/task/4242/comm", "qemu-system-x86\n", -1);
-    writeFile(proc, "4242/task/4250/comm", "CPU 1/KVM\n", -1);
-    writeFile(proc, "4242/task/4249/comm", "CPU 0/KVM\n", -1);
-    writeFile(proc, "4242/task/4251/comm", "IO mon_iothread\n", -1);
-    writeFile(proc, "4242/task/4252/comm", "CPU 3/TCG\n", -1);
-
-    g_autoptr(GError) err = NULL;
-    g_autoptr(vpVcpuThreads) t = vpVcpuThreadsFind(run, proc, "we,b", &err);
-    ck_assert_msg(t, "%s", err ? err->message : "");
-    ck_assert_int_eq(t->pid, 4242);
-    ck_assert_uint_eq(t->nvcpus, 4);
-    ck_assert_int_eq(t->tids[0], 4249);
-    ck_assert_int_eq(t->tids[1], 4250);
-    ck_assert_int_eq(t->tids[2], 0);
-    ck_assert_int_eq(t->tids[3], 4252);
-
-    /* A pidfile naming another guest's QEMU (a stale file, a reused pid). */
-    writeFile(run, "other.pid", "4242", -1);
-    ck_assert_ptr_null(vpVcpuThreadsFind(run, proc, "other", &err));
-    ck_assert_msg(strstr(err->message, "is not its QEMU"), "%s", err->message);
-    g_clear_error(&err);
-    /* A prefix of the real name is not the name. */
-    writeFile(run, "we.pid", "4242", -1);
-    ck_assert_ptr_null(vpVcpuThreadsFind(run, proc, "we", &err));
-    g_clear_error(&err);
-    ck_assert_ptr_null(vpVcpuThreadsFind(run, proc, "../etc/x", &err));
-    ck_assert_msg(strstr(err->message, "not a file name"), "%s", err->message);
-    g_clear_error(&err);
-    ck_assert_ptr_null(vpVcpuThreadsFind(run, proc, "nosuch", &err));
-    g_clear_error(&err);
-    ck_assert_ptr_null(vpVcpuThreadsFind(NULL, proc, "we,b", &err));
-    ck_assert_str_eq(vpVcpuThreadsRunDir("qemu:///system"), "/run/libvirt/qemu");
-    ck_assert_ptr_null(vpVcpuThreadsRunDir("qemu:///session"));
-    ck_assert_ptr_null(vpVcpuThreadsRunDir("test:///default"));
-}
-END_TEST
-
 static Suite *
 suite(void)
 {
@@ -800,7 +746,6 @@ suite(void)
     tcase_add_checked_fixture(tc, setupTmp, teardownTmp);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_config_errors);
-    tcase_add_test(tc, test_vcpu_threads);
     tcase_add_test(tc, test_start_stop_placed_released);
     tcase_add_test(tc, test_hook_reserve_then_start);
     tcase_add_test(tc, test_hook_refusal_and_failure_modes);

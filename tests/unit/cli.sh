@@ -78,7 +78,10 @@ printf '{"op":"start","name":"a","vcpus":0}\n' > "$tmp/bad1.jsonl"
 check "trace: vcpus out of range" 1 "bad1.jsonl:1: \"vcpus\": 0 is not within 1..4096" \
   "$cli" simulate --topology "$topo" "$tmp/bad1.jsonl"
 printf '{"op":"start","name":"a","vcpus":2,"smtt":"pack"}\n' > "$tmp/bad2.jsonl"
-check "trace: unknown key" 1 'unknown key "smtt"' "$cli" simulate --topology "$topo" "$tmp/bad2.jsonl"
+check "trace: unknown key" 1 "bad2.jsonl:1: unknown key 'smtt' in start event" "$cli" simulate --topology "$topo" "$tmp/bad2.jsonl"
+printf '{"op":"start","name":"a","vcpus":1}\n{"op":"stop","name":"a","vcpus":1}\n' > "$tmp/bad4.jsonl"
+check "trace: stop with a start's key" 1 "bad4.jsonl:2: unknown key 'vcpus' in stop event" \
+  "$cli" simulate --topology "$topo" "$tmp/bad4.jsonl"
 printf 'not json\n' > "$tmp/bad3.jsonl"
 check "trace: not JSON" 1 "bad3.jsonl:1:" "$cli" simulate --topology "$topo" "$tmp/bad3.jsonl"
 check "unknown command" 1 "unknown command 'frobnicate'" "$cli" frobnicate

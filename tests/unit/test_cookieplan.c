@@ -10,6 +10,7 @@
  * second decision finds nothing left to do.
  */
 #include "core/cookieplan.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <string.h>
@@ -517,8 +518,8 @@ START_TEST(test_scope_follows_emulator)
 }
 END_TEST
 
-static Suite *
-suite(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("cookieplan");
     TCase *tc = tcase_create("core");
@@ -535,16 +536,4 @@ suite(void)
     tcase_add_test(tc, test_exhaustive_three_vms);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int
-main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include "host/coresched.h"
 
 #include "core/topology.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <errno.h>
@@ -344,8 +345,8 @@ START_TEST(unprivileged_is_denied)
 }
 END_TEST
 
-static Suite *
-corescheduleSuite(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("coresched");
     TCase *tc = tcase_create("kernel");
@@ -359,16 +360,4 @@ corescheduleSuite(void)
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int
-main(void)
-{
-    SRunner *sr = srunner_create(corescheduleSuite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include "libvirt/domxml.h"
 
 #include "core/topology.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <errno.h>
@@ -672,15 +673,13 @@ START_TEST(test_applied_record_bad)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("domxml");
     TCase *tc = tcase_create("parse");
     TCase *hostile_tc = tcase_create("hostile");
     TCase *policy_tc = tcase_create("policy");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_basic);
     tcase_add_test(tc, test_minimal);
@@ -710,9 +709,5 @@ main(void)
     tcase_add_test(policy_tc, test_applied_record_bad);
     suite_add_tcase(s, policy_tc);
 
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

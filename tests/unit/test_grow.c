@@ -6,6 +6,7 @@
  */
 #include "core/grow.h"
 #include "host/hwtopo.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <string.h>
@@ -287,13 +288,11 @@ START_TEST(test_refusals)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("grow");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_spread_free_core_beside_the_others);
     tcase_add_test(tc, test_spread_prefers_free_core_elsewhere_to_a_sibling);
@@ -307,9 +306,5 @@ main(void)
     tcase_add_test(tc, test_no_room_left_unpinned);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -5,6 +5,8 @@
  * old file), and a corrupt, truncated or foreign file is an error naming it.
  */
 #include "core/ledger.h"
+#include "host/ledgerfile.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <errno.h>
@@ -268,6 +270,28 @@ ledgerText(const vpLedger *ledger)
     return json_to_string(node, FALSE);
 }
 
+/* The file's text, without a file: what the adapter writes reads back the same. */
+START_TEST(test_text_round_trip)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = threeDomains(topo);
+    g_autofree char *text = vpLedgerToText(ledger);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) back = vpLedgerFromText(topo, text, strlen(text), "mem", &err);
+    g_autofree char *want = ledgerText(ledger);
+    g_autofree char *got = NULL;
+
+    ck_assert(g_str_has_suffix(text, "}\n"));
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    got = ledgerText(back);
+    ck_assert_str_eq(got, want);
+
+    g_clear_error(&err);
+    ck_assert_ptr_null(vpLedgerFromText(topo, text, strlen(text) / 2, "mem", &err));
+    ck_assert_ptr_nonnull(strstr(err->message, "ledger mem is corrupt"));
+}
+END_TEST
+
 START_TEST(test_json_round_trip)
 {
     g_autoptr(vpTopology) topo = testTopology();
@@ -301,7 +325,7 @@ static const struct {
     {"{\"domains\":[]}", "version=missing is not supported (this build reads version 1)"},
     {"{\"version\":1}", "domains is missing or not an array"},
     {"{\"version\":1,\"domains\":{}}", "domains is missing or not an array"},
-    {"{\"version\":1,\"domains\":[],\"x\":0}", "unknown keys beside version and domains"},
+    {"{\"version\":1,\"domains\":[],\"x\":0}", "unknown key 'x' in ledger"},
     {"[1]", "ledger is not a JSON object"},
     {"{\"version\":1,\"domains\":[7]}", "domains[0]: plan is not a JSON object"},
 };
@@ -409,7 +433,7 @@ START_TEST(test_save_load)
     mode_t old_umask = umask(0);
 
     /* Even with a permissive umask the file is the daemon's alone. */
-    ck_assert_msg(vpLedgerSave(ledger, path, &err), "%s", err ? err->message : "");
+    ck_assert_msg(vpLedgerFileSave(ledger, path, &err), "%s", err ? err->message : "");
     umask(old_umask);
     ck_assert_int_eq(g_stat(path, &st), 0);
     ck_assert_int_eq(st.st_mode & 0777, 0600);
@@ -417,16 +441,16 @@ START_TEST(test_save_load)
     ck_assert(g_file_get_contents(path, &contents, NULL, NULL));
     ck_assert(g_str_has_suffix(contents, "}\n"));
 
-    back = vpLedgerLoad(topo, path, &err);
+    back = vpLedgerFileLoad(topo, path, &err);
     ck_assert_msg(back, "%s", err ? err->message : "");
     got = ledgerText(back);
     ck_assert_str_eq(got, want);
 
     /* Saving again replaces the file in place. */
     ck_assert(vpLedgerRemove(ledger, "mid"));
-    ck_assert(vpLedgerSave(ledger, path, NULL));
+    ck_assert(vpLedgerFileSave(ledger, path, NULL));
     vpLedgerFree(g_steal_pointer(&back));
-    back = vpLedgerLoad(topo, path, NULL);
+    back = vpLedgerFileLoad(topo, path, NULL);
     ck_assert_uint_eq(vpLedgerNDomains(back), 2);
     ck_assert_uint_eq(entriesIn(tmpdir), 1);
 }
@@ -437,7 +461,7 @@ START_TEST(test_load_missing_is_empty)
     g_autoptr(vpTopology) topo = testTopology();
     g_autofree char *path = g_build_filename(tmpdir, "absent.json", NULL);
     g_autoptr(GError) err = NULL;
-    g_autoptr(vpLedger) ledger = vpLedgerLoad(topo, path, &err);
+    g_autoptr(vpLedger) ledger = vpLedgerFileLoad(topo, path, &err);
 
     ck_assert_msg(ledger, "%s", err ? err->message : "");
     ck_assert_uint_eq(vpLedgerNDomains(ledger), 0);
@@ -453,7 +477,7 @@ START_TEST(test_load_damaged)
     g_autofree char *good = NULL;
     gsize len;
 
-    ck_assert(vpLedgerSave(ledger, path, NULL));
+    ck_assert(vpLedgerFileSave(ledger, path, NULL));
     ck_assert(g_file_get_contents(path, &good, &len, NULL));
 
     /* Cut at every 7th byte: each prefix is a truncated file. */
@@ -462,7 +486,7 @@ START_TEST(test_load_damaged)
         g_autoptr(vpLedger) loaded = NULL;
 
         ck_assert(g_file_set_contents(path, good, cut, NULL));
-        loaded = vpLedgerLoad(topo, path, &err);
+        loaded = vpLedgerFileLoad(topo, path, &err);
         ck_assert_msg(!loaded, "a ledger cut at byte %zu of %zu loaded", cut, len);
         ck_assert_msg(strstr(err->message, path), "%s", err->message);
         ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
@@ -477,7 +501,7 @@ START_TEST(test_load_damaged)
             g_autoptr(vpLedger) loaded = NULL;
 
             ck_assert(g_file_set_contents(path, junk[i], -1, NULL));
-            loaded = vpLedgerLoad(topo, path, &err);
+            loaded = vpLedgerFileLoad(topo, path, &err);
             ck_assert_msg(!loaded, "junk %zu loaded", i);
             ck_assert_msg(strstr(err->message, path), "%s", err->message);
         }
@@ -494,7 +518,7 @@ START_TEST(test_load_empty_file)
     g_autoptr(vpLedger) loaded = NULL;
 
     ck_assert(g_file_set_contents(path, "", 0, NULL));
-    loaded = vpLedgerLoad(topo, path, &err);
+    loaded = vpLedgerFileLoad(topo, path, &err);
     ck_assert_ptr_null(loaded);
     want = g_strdup_printf(
         "ledger %s is empty (truncated?); remove it to start from an empty ledger", path);
@@ -518,7 +542,7 @@ START_TEST(test_load_foreign_pus)
     text = ledgerText(big);
     edited = replaceAll(text, "\"pu\":6", "\"pu\":64");
     ck_assert(g_file_set_contents(path, edited, -1, NULL));
-    loaded = vpLedgerLoad(topo, path, &err);
+    loaded = vpLedgerFileLoad(topo, path, &err);
     ck_assert_ptr_null(loaded);
     want = g_strdup_printf("ledger %s: domains[0]: domain 'old': vCPU 0 is on CPU 64, which the "
                            "topology (test-16) lacks",
@@ -531,7 +555,7 @@ START_TEST(test_load_unreadable)
 {
     g_autoptr(vpTopology) topo = testTopology();
     g_autoptr(GError) err = NULL;
-    g_autoptr(vpLedger) loaded = vpLedgerLoad(topo, tmpdir, &err);
+    g_autoptr(vpLedger) loaded = vpLedgerFileLoad(topo, tmpdir, &err);
 
     /* A directory where the file should be. */
     ck_assert_ptr_null(loaded);
@@ -554,7 +578,7 @@ START_TEST(test_save_failure_keeps_old)
     pid_t child;
     int status;
 
-    ck_assert(vpLedgerSave(small, path, NULL));
+    ck_assert(vpLedgerFileSave(small, path, NULL));
     ck_assert(g_file_get_contents(path, &before, &before_len, NULL));
     ck_assert_uint_lt(before_len, 256);
 
@@ -567,7 +591,7 @@ START_TEST(test_save_failure_keeps_old)
         signal(SIGXFSZ, SIG_IGN);
         if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
             _exit(3);
-        if (vpLedgerSave(large, path, &err))
+        if (vpLedgerFileSave(large, path, &err))
             _exit(1);
         _exit(strstr(err->message, path) && err->code == VP_ERROR_SYSTEM ? 0 : 2);
     }
@@ -588,20 +612,18 @@ START_TEST(test_save_bad_directory)
     g_autofree char *path = g_build_filename(tmpdir, "no-such-dir", "ledger.json", NULL);
     g_autoptr(GError) err = NULL;
 
-    ck_assert(!vpLedgerSave(ledger, path, &err));
+    ck_assert(!vpLedgerFileSave(ledger, path, &err));
     ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_SYSTEM));
     ck_assert_ptr_nonnull(strstr(err->message, path));
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("ledger");
     TCase *tc = tcase_create("memory");
     TCase *files = tcase_create("files");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_add_owners);
     tcase_add_test(tc, test_emulator_kind);
@@ -609,6 +631,7 @@ main(void)
     tcase_add_test(tc, test_bad_plans);
     tcase_add_test(tc, test_remove_and_replace);
     tcase_add_test(tc, test_json_round_trip);
+    tcase_add_test(tc, test_text_round_trip);
     tcase_add_loop_test(tc, test_json_bad, 0, G_N_ELEMENTS(bad_ledgers));
     tcase_add_test(tc, test_json_foreign_or_double_booked);
     suite_add_tcase(s, tc);
@@ -624,9 +647,5 @@ main(void)
     tcase_add_test(files, test_save_bad_directory);
     suite_add_tcase(s, files);
 
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

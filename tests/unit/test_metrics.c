@@ -4,6 +4,7 @@
  * way the format reads them, and the textfile replaced whole.
  */
 #include "daemon/metrics.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -97,22 +98,16 @@ START_TEST(test_textfile)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("metrics");
     TCase *tc = tcase_create("metrics");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_grouping);
     tcase_add_test(tc, test_escaping);
     tcase_add_test(tc, test_values);
     tcase_add_test(tc, test_textfile);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -6,6 +6,7 @@
  * cannot show.
  */
 #include "host/monitor.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <errno.h>
@@ -520,16 +521,10 @@ monitorSuite(void)
     return s;
 }
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
-    SRunner *sr = srunner_create(monitorSuite());
-    int failed;
-
     logged = g_ptr_array_new_with_free_func(g_free);
     g_log_set_writer_func(captureWriter, NULL, NULL);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return monitorSuite();
 }

@@ -6,6 +6,7 @@
 #include "core/placer.h"
 #include "host/hwtopo.h"
 #include "props.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -292,13 +293,11 @@ START_TEST(test_churn_real)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("placer");
     TCase *tc = tcase_create("placer");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_isolate_refusal_names_figures);
@@ -310,9 +309,5 @@ main(void)
     tcase_add_test(tc, test_churn_synthetic);
     tcase_add_test(tc, test_churn_real);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -4,6 +4,7 @@
  * and the human-readable form.
  */
 #include "core/plan.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <string.h>
@@ -193,9 +194,9 @@ static const struct {
     {"\"smt\":\"pack\"", "\"smt\":\"foo\"",
      "plan of domain 'web': policy.smt='foo' is not one of isolate, pack, spread, share"},
     {"\"unmet\":\"refuse\"", "\"unmet\":\"refuse\",\"colour\":\"red\"",
-     "plan of domain 'web': policy: unknown key 'colour'"},
+     "plan of domain 'web': unknown key 'colour' in policy"},
     {"\"how\":\"placed\",", "\"how\":\"placed\",\"extra\":1,",
-     "plan of domain 'web': unknown key 'extra'"},
+     "plan of domain 'web': unknown key 'extra' in plan"},
     {"\"how\":\"placed\",", "", "plan of domain 'web': how is missing"},
     {"\"how\":\"placed\"", "\"how\":\"guessed\"",
      "plan of domain 'web': how='guessed' is not one of placed, pinned, adopted"},
@@ -304,13 +305,11 @@ START_TEST(test_format)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("plan");
     TCase *tc = tcase_create("plan");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_new);
     tcase_add_test(tc, test_held);
@@ -322,9 +321,5 @@ main(void)
     tcase_add_test(tc, test_empty_vcpus);
     tcase_add_test(tc, test_format);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

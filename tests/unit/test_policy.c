@@ -6,6 +6,7 @@
 #include "core/policy.h"
 
 #include "core/topology.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <string.h>
@@ -224,13 +225,11 @@ START_TEST(test_keyfile_bad_value)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("policy");
     TCase *tc = tcase_create("policy");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_every_value_round_trips);
@@ -243,9 +242,5 @@ main(void)
     tcase_add_test(tc, test_keyfile_unknown_key);
     tcase_add_test(tc, test_keyfile_bad_value);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

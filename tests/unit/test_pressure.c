@@ -5,6 +5,7 @@
  * refused naming field and value) and the configuration.
  */
 #include "core/pressure.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <gio/gio.h>
@@ -393,7 +394,7 @@ START_TEST(test_json_refused)
 {
     refused("[]", "not an object");
     refused("{\"vcpus\":[]}", "'cpus' is missing");
-    refused("{\"vcpus\":[],\"cpus\":[],\"extra\":1}", "unknown member 'extra'");
+    refused("{\"vcpus\":[],\"cpus\":[],\"extra\":1}", "unknown key 'extra' in interval");
     refused("{\"vcpus\":[{\"vcpu\":0,\"interval_ns\":1}],\"cpus\":[]}",
             "vcpus[0].domain is missing");
     refused("{\"vcpus\":[{\"domain\":\"a\",\"vcpu\":-1,\"interval_ns\":1}],\"cpus\":[]}",
@@ -410,7 +411,7 @@ START_TEST(test_json_refused)
             "vcpus[0].wait_ns=201 is outside [0, 200]");
     refused("{\"vcpus\":[{\"domain\":\"a\",\"vcpu\":0,\"interval_ns\":100,\"wakeups\":5}],"
             "\"cpus\":[]}",
-            "vcpus[0] has unknown member 'wakeups'");
+            "unknown key 'wakeups' in vcpus[0]");
     refused("{\"vcpus\":[],\"cpus\":[{\"cpu\":1,\"interval_ns\":10,\"busy_ns\":30}]}",
             "cpus[0].busy_ns=30 is outside [0, 20]");
     refused("{\"vcpus\":[],\"cpus\":[{\"cpu\":1,\"busy_ns\":3}]}",
@@ -510,8 +511,8 @@ START_TEST(test_config)
 }
 END_TEST
 
-static Suite *
-pressureSuite(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("pressure");
     TCase *model = tcase_create("model");
@@ -533,16 +534,4 @@ pressureSuite(void)
     tcase_add_test(json, test_recorded_series_parse);
     suite_add_tcase(s, json);
     return s;
-}
-
-int
-main(void)
-{
-    SRunner *sr = srunner_create(pressureSuite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

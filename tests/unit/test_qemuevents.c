@@ -5,6 +5,7 @@
  */
 #include "libvirt/qemuevents.h"
 #include "core/error.h"
+#include "checkmain.h"
 
 #include <check.h>
 
@@ -75,21 +76,15 @@ START_TEST(test_refusals_name_the_member)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("qemuevents");
     TCase *tc = tcase_create("parse");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_as_qemu_sends_it);
     tcase_add_test(tc, test_vcpu_id_from_qom_path);
     tcase_add_test(tc, test_refusals_name_the_member);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -6,6 +6,7 @@
  * nothing.
  */
 #include "core/rebalance.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <string.h>
@@ -291,8 +292,8 @@ START_TEST(test_still_shared_stays_overcommitted)
 }
 END_TEST
 
-static Suite *
-sharedSuite(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("rebalance_shared");
     TCase *tc = tcase_create("shared");
@@ -304,16 +305,4 @@ sharedSuite(void)
     tcase_add_test(tc, test_still_shared_stays_overcommitted);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int
-main(void)
-{
-    SRunner *sr = srunner_create(sharedSuite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -5,6 +5,7 @@
  */
 #include "core/topology.h"
 #include "host/hwtopo.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -235,13 +236,11 @@ START_TEST(test_hybrid_core_sizes)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("topology");
     TCase *tc = tcase_create("model");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_builder_siblings_not_numbers);
     tcase_add_test(tc, test_builder_rejects_duplicates_and_bad_sets);
@@ -253,9 +252,5 @@ main(void)
     tcase_add_loop_test(tc, test_real, 0, G_N_ELEMENTS(real));
     tcase_add_test(tc, test_hybrid_core_sizes);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the recorded pressure series replayed by test_pressure and test_rebalance.
+"""Writes the recorded pressure series replayed by test_pressure and golden-rebalance.
 
 Each file is gzipped JSON lines (zcat to read): a header (topology, the plans in the ledger, what happens), then
 one line per 1 s interval in the format of vpPressureInputFromJson(): per vCPU thread the

@@ -3,7 +3,7 @@
  * why not from libvirt. The domain name becomes a file name here: libvirt refuses names
  * with '/', and so does this code, with "." and ".." besides.
  */
-#include "libvirt/threads.h"
+#include "host/threads.h"
 #include "core/error.h"
 
 #include <errno.h>

@@ -1,0 +1,14 @@
+/*
+ * The one unknown-key check for JSON objects read from outside (plans, ledgers, pressure
+ * intervals, traces, outcomes), so that a typo is refused with the same message everywhere:
+ * "unknown key 'KEY' in OBJECT".
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+/* FALSE, naming the first member of obj not in known (NULL-terminated) and object (what obj
+ * is, as the user would find it: "policy", "vcpus[2]", "start event"). */
+gboolean vpJsonCheckKeys(JsonObject *obj, const char *object, const char *const *known,
+                         GError **error);

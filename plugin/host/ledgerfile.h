@@ -1,0 +1,17 @@
+/*
+ * The ledger on disk: the daemon's state file, and the CLI's --ledger files. The text is
+ * core/ledger.h's; this module only reads, writes and moves files.
+ */
+#pragma once
+
+#include "core/ledger.h"
+
+/* Atomic: temp file in the same directory, fsync, rename, fsync the directory. Mode 0600. */
+gboolean vpLedgerFileSave(const vpLedger *ledger, const char *path, GError **error);
+/* A missing file is an empty ledger; a corrupt or truncated one is an error naming it. */
+vpLedger *vpLedgerFileLoad(const vpTopology *topo, const char *path, GError **error);
+/* Moves an unreadable ledger out of the way (PATH.unreadable-SECONDS), so that the next save
+ * does not destroy what an operator may want to look at; returns the new name. */
+char *vpLedgerFileSetAside(const char *path, GError **error);
+/* Creates the directory that holds path (mode 0700) when it is missing. */
+gboolean vpLedgerFileMakeDir(const char *path, GError **error);
