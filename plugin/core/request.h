@@ -10,18 +10,18 @@
 
 typedef struct {
     char *name;
-    char *uuid;              /* may be NULL (simulate) */
-    unsigned vcpus;          /* vCPUs online at start (<vcpu current=...>) */
-    unsigned max_vcpus;      /* <vcpu> (hotpluggable maximum) */
+    char *uuid;         /* may be NULL (simulate) */
+    unsigned vcpus;     /* vCPUs online at start (<vcpu current=...>) */
+    unsigned max_vcpus; /* <vcpu> (hotpluggable maximum) */
     /* <cpu><topology>, 0 when absent */
     unsigned sockets, dies, clusters, cores, threads;
     /* Existing <cputune><vcpupin>: per vCPU a Linux CPU set or NULL; has_pins when any. */
-    hwloc_bitmap_t *pins;    /* max_vcpus entries */
+    hwloc_bitmap_t *pins; /* max_vcpus entries */
     bool has_pins;
-    hwloc_bitmap_t emulator_pin;  /* <emulatorpin>, NULL when absent */
+    hwloc_bitmap_t emulator_pin; /* <emulatorpin>, NULL when absent */
     unsigned iothreads;
-    bool has_policy;         /* the domain carries a vcpuplace policy element */
-    vpPolicy policy;         /* defaults filled in for absent attributes */
+    bool has_policy; /* the domain carries a vcpuplace policy element */
+    vpPolicy policy; /* defaults filled in for absent attributes */
 } vpRequest;
 
 vpRequest *vpRequestNew(const char *name, unsigned vcpus);
