@@ -213,6 +213,79 @@ reserveRest(const vpCtx *ctx, int c, vpPick *pick)
     }
 }
 
+/* What one core offers a policy: a whole core for isolate, its PUs for pack when whole, its
+ * free PUs for spread when no VM holds it, its free PUs for share unless a stranger holds it. */
+static int
+coreRoom(const vpCtx *ctx, int c, vpSmt smt)
+{
+    switch (smt) {
+    case VP_SMT_ISOLATE:
+        return coreWhole(ctx, c);
+    case VP_SMT_PACK:
+        return coreWhole(ctx, c) ? ctx->nfree[c] : 0;
+    case VP_SMT_SPREAD:
+        return coreIdle(ctx, c) ? ctx->nfree[c] : 0;
+    default:
+        return ctx->rel[c] == REL_FOREIGN ? 0 : ctx->nfree[c];
+    }
+}
+
+typedef struct {
+    const vpCtx *ctx;
+    const int *node_room; /* per NUMA group index */
+    const int *l3_room;   /* per L3 group index */
+} vpOrderKey;
+
+static int
+compareCores(gconstpointer a, gconstpointer b, gpointer data)
+{
+    const vpOrderKey *key = data;
+    const vpCore *ca = vpTopologyCore(key->ctx->topo, *(const int *)a);
+    const vpCore *cb = vpTopologyCore(key->ctx->topo, *(const int *)b);
+    int na = key->node_room[ca->group[VP_LEVEL_NUMA]];
+    int nb = key->node_room[cb->group[VP_LEVEL_NUMA]];
+    int la = key->l3_room[ca->group[VP_LEVEL_L3]];
+    int lb = key->l3_room[cb->group[VP_LEVEL_L3]];
+
+    if (na != nb)
+        return nb - na;
+    if (la != lb)
+        return lb - la;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* The group's cores, roomiest NUMA node first and inside it roomiest L3 first, then in
+ * topology order: a VM that must spill over several nodes or L3s then takes the fewest, not
+ * the first ones with any room. Groups no larger than an L3 keep topology order. */
+static int *
+orderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
+{
+    int *order = g_memdup2(g->cores, sizeof(int) * g->ncores);
+    int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
+    int nl3 = vpTopologyNGroups(ctx->topo, VP_LEVEL_L3);
+    g_autofree int *node_room = NULL;
+    g_autofree int *l3_room = NULL;
+    vpOrderKey key = {ctx, NULL, NULL};
+
+    if (g->level <= VP_LEVEL_L3 || g->ncores < 2)
+        return order;
+    node_room = g_new0(int, MAX(nnodes, 1));
+    l3_room = g_new0(int, MAX(nl3, 1));
+    for (int i = 0; i < g->ncores; i++) {
+        const vpCore *core = vpTopologyCore(ctx->topo, g->cores[i]);
+        int room = coreRoom(ctx, g->cores[i], smt);
+
+        if (core->group[VP_LEVEL_NUMA] >= 0)
+            node_room[core->group[VP_LEVEL_NUMA]] += room;
+        if (core->group[VP_LEVEL_L3] >= 0)
+            l3_room[core->group[VP_LEVEL_L3]] += room;
+    }
+    key.node_room = node_room;
+    key.l3_room = l3_room;
+    g_qsort_with_data(order, g->ncores, sizeof(int), compareCores, &key);
+    return order;
+}
+
 static void
 pickIsolate(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
 {
@@ -282,17 +355,43 @@ pickSpread(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
     }
 }
 
+/* The next core of one relation for a share VM that still needs `want` PUs: the core with
+ * the most free PUs that the VM fills completely, else the one with the fewest free PUs
+ * beyond what it needs. Whole sibling sets thus go to one VM, and the last vCPUs fill a
+ * half-used core rather than split a whole one. -1 when none is left. */
+static int
+nextShareCore(const vpCtx *ctx, const vpGroup *g, vpRel rel, int want, const bool *done)
+{
+    int fill = -1, over = -1;
+
+    for (int i = 0; i < g->ncores; i++) {
+        int c = g->cores[i];
+        int f = ctx->nfree[c];
+
+        if (done[i] || ctx->rel[c] != rel || f == 0)
+            continue;
+        if (f <= want && (fill < 0 || f > ctx->nfree[g->cores[fill]]))
+            fill = i;
+        if (f > want && (over < 0 || f < ctx->nfree[g->cores[over]]))
+            over = i;
+    }
+    return fill >= 0 ? fill : over;
+}
+
 static void
 pickShare(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
 {
     static const vpRel order[] = {REL_GROUP, REL_SHARE, REL_NONE, REL_FOREIGN};
+    g_autofree bool *done = g_new0(bool, g->ncores);
 
     for (gsize r = 0; r < G_N_ELEMENTS(order); r++) {
+        int i;
+
         if (order[r] == REL_FOREIGN && tier < TIER_SHARE_ANY)
             break;
-        for (int i = 0; i < g->ncores && pick->n < n; i++) {
-            if (ctx->rel[g->cores[i]] == order[r])
-                takeFree(ctx, g->cores[i], INT_MAX, pick, n);
+        while (pick->n < n && (i = nextShareCore(ctx, g, order[r], n - pick->n, done)) >= 0) {
+            done[i] = true;
+            takeFree(ctx, g->cores[i], INT_MAX, pick, n);
         }
     }
 }
@@ -300,22 +399,25 @@ pickShare(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
 static void
 pickInGroup(const vpCtx *ctx, const vpGroup *g, vpSmt smt, vpTier tier, int n, vpPick *pick)
 {
+    g_autofree int *order = orderCores(ctx, g, smt);
+    vpGroup view = *g;
     int freepus = 0;
 
+    view.cores = order;
     pickReset(pick);
     switch (smt) {
     case VP_SMT_ISOLATE:
-        pickIsolate(ctx, g, n, pick);
+        pickIsolate(ctx, &view, n, pick);
         break;
     case VP_SMT_PACK:
-        pickPack(ctx, g, n, pick);
+        pickPack(ctx, &view, n, pick);
         break;
     case VP_SMT_SPREAD:
-        pickSpread(ctx, g, n, tier, pick);
+        pickSpread(ctx, &view, n, tier, pick);
         break;
     case VP_SMT_SHARE:
     case VP_SMT_LAST:
-        pickShare(ctx, g, n, tier, pick);
+        pickShare(ctx, &view, n, tier, pick);
         break;
     }
     for (int i = 0; i < g->ncores; i++)
@@ -428,6 +530,36 @@ searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpCh
     return found;
 }
 
+/* How many of the levels (smallest first) lie within one NUMA node: a spread VM uses its
+ * own siblings there before it takes free cores of a wider level, since a VM split over
+ * nodes pays on every memory access and leaves half-used cores that no later isolate or
+ * pack VM can take. Its own siblings are no stranger's, so sibling avoidance between VMs
+ * still holds. */
+static int
+nodeLevels(const vpLevel *levels, int nlevels)
+{
+    int local = 0;
+
+    for (int l = 0; l < nlevels; l++) {
+        if (levels[l] == VP_LEVEL_NUMA)
+            local = l + 1;
+    }
+    return local;
+}
+
+static bool
+searchTiers(const vpCtx *ctx, vpSmt smt, const vpTier *tiers, int ntiers, const vpLevel *levels,
+            int from, int to, int n, vpChoice *best)
+{
+    for (int t = 0; t < ntiers; t++) {
+        for (int l = from; l < to; l++) {
+            if (searchLevel(ctx, levels[l], smt, tiers[t], n, best))
+                return true;
+        }
+    }
+    return false;
+}
+
 static bool
 search(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best)
 {
@@ -435,12 +567,16 @@ search(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best)
     int nlevels = levelsFor(ctx->topo, locality, levels);
     int ntiers;
     const vpTier *tiers = tiersFor(smt, &ntiers);
+    int local = smt == VP_SMT_SPREAD ? nodeLevels(levels, nlevels) : 0;
 
-    for (int t = 0; t < ntiers; t++) {
-        for (int l = 0; l < nlevels; l++) {
-            if (searchLevel(ctx, levels[l], smt, tiers[t], n, best))
-                return true;
-        }
+    if (local > 0 && local < nlevels) {
+        /* free cores, then own siblings, inside a node; then the same wider */
+        if (searchTiers(ctx, smt, tiers, 2, levels, 0, local, n, best) ||
+            searchTiers(ctx, smt, tiers, 2, levels, local, nlevels, n, best) ||
+            searchTiers(ctx, smt, tiers + 2, ntiers - 2, levels, 0, nlevels, n, best))
+            return true;
+    } else if (searchTiers(ctx, smt, tiers, ntiers, levels, 0, nlevels, n, best)) {
+        return true;
     }
     /* Siblings of other trust groups, only once no group of any level has room. */
     if (smt == VP_SMT_SPREAD)
@@ -547,35 +683,55 @@ packTopology(vpPlan *plan, const vpTopology *topo, const vpRequest *req, const v
     plan->topology_mismatch = req->threads > 0 && req->threads != (unsigned)t;
 }
 
+/* A free PU of core c that the pick neither runs a vCPU on nor holds idle. */
+static int
+spareOn(const vpCtx *ctx, int c, const vpPick *pick)
+{
+    const vpCore *core = vpTopologyCore(ctx->topo, c);
+
+    for (int i = 0; i < core->npus; i++) {
+        int pu = core->pus[i];
+        bool used = false;
+
+        for (int k = 0; k < pick->n; k++)
+            used |= pick->pus[k] == pu;
+        for (guint k = 0; k < pick->reserved->len; k++)
+            used |= g_array_index(pick->reserved, int, k) == pu;
+        if (ctx->pufree[pu] && !used)
+            return pu;
+    }
+    return -1;
+}
+
+/* Where the dedicated emulator goes: a spare sibling the VM already holds idle (pack's odd
+ * leftover), else a free sibling of one of its vCPUs, else a PU of an idle core, fewest free
+ * PUs first so that whole cores stay whole. Never the sibling isolate keeps idle: that
+ * sibling is what isolate promised. */
 static bool
 pickEmulatorPU(const vpCtx *ctx, vpPlan *plan, vpChoice *choice)
 {
     const vpTopology *topo = ctx->topo;
-    int os = hwloc_bitmap_first(plan->reserved);
+    int os = -1;
+    int best = -1;
 
-    if (os < 0) {
-        /* a free sibling of one of our vCPUs, else a free PU of an idle core */
-        for (int pass = 0; pass < 2 && os < 0; pass++) {
-            for (int c = 0; c < ctx->ncores && os < 0; c++) {
-                const vpCore *core = vpTopologyCore(topo, c);
-                bool ours = false;
+    if (ctx->req->policy.smt != VP_SMT_ISOLATE)
+        os = hwloc_bitmap_first(plan->reserved);
+    for (int c = 0; c < ctx->ncores && os < 0; c++) {
+        bool ours = false;
+        int pu;
 
-                for (int i = 0; i < choice->pick.n; i++)
-                    ours |= vpTopologyPU(topo, choice->pick.pus[i])->core == c;
-                if (pass == 0 ? !ours : !coreIdle(ctx, c))
-                    continue;
-                for (int i = 0; i < core->npus && os < 0; i++) {
-                    int pu = core->pus[i];
-                    bool used = false;
-
-                    for (int k = 0; k < choice->pick.n; k++)
-                        used |= choice->pick.pus[k] == pu;
-                    if (ctx->pufree[pu] && !used)
-                        os = vpTopologyPU(topo, pu)->os;
-                }
-            }
-        }
+        for (int i = 0; i < choice->pick.n; i++)
+            ours |= vpTopologyPU(topo, choice->pick.pus[i])->core == c;
+        if (ours && (pu = spareOn(ctx, c, &choice->pick)) >= 0)
+            os = vpTopologyPU(topo, pu)->os;
     }
+    for (int c = 0; c < ctx->ncores && os < 0; c++) {
+        if (coreIdle(ctx, c) && spareOn(ctx, c, &choice->pick) >= 0 &&
+            (best < 0 || ctx->nfree[c] < ctx->nfree[best]))
+            best = c;
+    }
+    if (os < 0 && best >= 0)
+        os = vpTopologyPU(topo, spareOn(ctx, best, &choice->pick))->os;
     if (os < 0)
         return false;
     hwloc_bitmap_set(plan->reserved, os);
