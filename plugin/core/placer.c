@@ -48,6 +48,8 @@ typedef struct {
     const vpTopology *topo;
     const vpLedger *ledger;
     const vpRequest *req;
+    const vpMove *moves; /* applied to the ledger's holdings first (compaction) */
+    unsigned nmoves;
     int ncores;
     int *nfree; /* usable free PUs per core */
     int *nusable;
@@ -109,14 +111,46 @@ relationOf(const vpCtx *ctx, const vpPlan *owner)
     return REL_FOREIGN;
 }
 
+vpOwner
+vpOwnerAfterMoves(const vpTopology *topo, const vpLedger *ledger, const vpMove *moves,
+                  unsigned nmoves, int pu)
+{
+    vpOwner owner = ledger ? vpLedgerOwner(ledger, pu) : (vpOwner){NULL, VP_OWN_NONE, -1};
+    unsigned os = vpTopologyPU(topo, pu)->os;
+
+    for (unsigned i = 0; i < nmoves; i++) {
+        if (moves[i].from == os && owner.domain && owner.kind == VP_OWN_VCPU &&
+            owner.vcpu == (int)moves[i].vcpu && strcmp(owner.domain, moves[i].domain) == 0)
+            owner = (vpOwner){NULL, VP_OWN_NONE, -1};
+        if (moves[i].to == os)
+            owner = (vpOwner){moves[i].domain, VP_OWN_VCPU, (int)moves[i].vcpu};
+    }
+    return owner;
+}
+
+static bool
+movedPU(const vpCtx *ctx, int pu)
+{
+    unsigned os = vpTopologyPU(ctx->topo, pu)->os;
+
+    for (unsigned i = 0; i < ctx->nmoves; i++) {
+        if (ctx->moves[i].from == os || ctx->moves[i].to == os)
+            return true;
+    }
+    return false;
+}
+
 static void
-ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequest *req)
+ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+        const vpMove *moves, unsigned nmoves)
 {
     g_autoptr(GHashTable) rel_by_domain = g_hash_table_new(NULL, NULL);
 
     ctx->topo = topo;
     ctx->ledger = ledger;
     ctx->req = req;
+    ctx->moves = moves;
+    ctx->nmoves = nmoves;
     ctx->ncores = vpTopologyNCores(topo);
     ctx->nfree = g_new0(int, ctx->ncores);
     ctx->nusable = g_new0(int, ctx->ncores);
@@ -128,7 +162,7 @@ ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequ
 
         for (int i = 0; i < core->npus; i++) {
             int pu = core->pus[i];
-            vpOwner owner = ledger ? vpLedgerOwner(ledger, pu) : (vpOwner){NULL, VP_OWN_NONE, -1};
+            vpOwner owner = vpOwnerAfterMoves(topo, ledger, moves, nmoves, pu);
             gpointer r;
 
             if (!owner.domain) {
@@ -470,8 +504,8 @@ localityLevel(vpLocality locality)
 }
 
 /* Locality levels to try, smallest groups first. */
-static int
-levelsFor(const vpTopology *topo, vpLocality locality, vpLevel *out)
+int
+vpPlacerLevels(const vpTopology *topo, vpLocality locality, vpLevel *out)
 {
     static const vpLevel all[] = {VP_LEVEL_L3, VP_LEVEL_NUMA, VP_LEVEL_PACKAGE, VP_LEVEL_HOST};
     int n = 0;
@@ -564,7 +598,7 @@ static bool
 search(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best)
 {
     vpLevel levels[4];
-    int nlevels = levelsFor(ctx->topo, locality, levels);
+    int nlevels = vpPlacerLevels(ctx->topo, locality, levels);
     int ntiers;
     const vpTier *tiers = tiersFor(smt, &ntiers);
     int local = smt == VP_SMT_SPREAD ? nodeLevels(levels, nlevels) : 0;
@@ -628,7 +662,7 @@ refusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
 {
     g_autoptr(GString) s = g_string_new(NULL);
     vpLevel levels[4];
-    int nlevels = levelsFor(ctx->topo, locality, levels);
+    int nlevels = vpPlacerLevels(ctx->topo, locality, levels);
     const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
                        : smt == VP_SMT_PACK  ? "free PUs on whole cores"
                                              : "free PUs";
@@ -746,6 +780,8 @@ shareHolders(const vpCtx *ctx, int pu)
 {
     unsigned n = ctx->ledger ? vpLedgerNOwners(ctx->ledger, pu) : 0;
 
+    if (movedPU(ctx, pu))
+        return -1;
     for (unsigned i = 0; i < n; i++) {
         vpOwner o = vpLedgerOwnerAt(ctx->ledger, pu, i);
         const vpPlan *holder = vpLedgerLookup(ctx->ledger, o.domain);
@@ -853,6 +889,13 @@ placePinned(const vpTopology *topo, const vpRequest *req)
 vpPlan *
 vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GError **error)
 {
+    return vpPlaceAfter(topo, ledger, req, NULL, 0, error);
+}
+
+vpPlan *
+vpPlaceAfter(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+             const vpMove *moves, unsigned nmoves, GError **error)
+{
     g_autoptr(vpPlan) plan = NULL;
     vpCtx ctx;
     vpChoice choice = {0};
@@ -881,7 +924,7 @@ vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GE
     plan->group = g_strdup(req->policy.group);
     plan->how = VP_HOW_PLACED;
 
-    ctxInit(&ctx, topo, ledger, req);
+    ctxInit(&ctx, topo, ledger, req, moves, nmoves);
     pickInit(&choice.pick, n);
     found = search(&ctx, smt, locality, n, &choice);
     if (!found && locality != VP_LOCALITY_AUTO && req->policy.unmet == VP_UNMET_DEGRADE) {
