@@ -87,8 +87,9 @@ def simulate_outcome(sim, trace_path, out_path):
             ask = asks[ev["name"]]
             rec = {"op": "start", "name": ev["name"], "vcpus": ask["vcpus"], "smt": ask["smt"],
                    "us": 0}
-            if "group" in ask:
-                rec["group"] = ask["group"]
+            for key in ("group", "coresched"):
+                if key in ask:
+                    rec[key] = ask[key]
             plan = ev.get("plan")
             if plan is None:
                 rec["refused"] = True
@@ -98,6 +99,9 @@ def simulate_outcome(sim, trace_path, out_path):
                     rec["threads"] = threads
                 rec["cpus"] = [v["pu"] for v in sorted(plan["vcpus"], key=lambda v: v["vcpu"])]
                 rec["reserved"] = cpu_list(plan["reserved"])
+                if plan.get("moves"):
+                    rec["moves"] = [{"name": m["domain"], "from": m["from"], "to": m["to"]}
+                                    for m in plan["moves"]]
             out.write(json.dumps(rec) + "\n")
 
 
