@@ -89,6 +89,22 @@ checkKeys(JsonObject *obj, const char *const *allowed, GError **error)
 }
 
 static gboolean
+moveCpu(JsonObject *mobj, guint i, const char *key, unsigned *out, GError **error)
+{
+    JsonNode *e = json_object_get_member(mobj, key);
+    gint64 v;
+
+    if (!e || !JSON_NODE_HOLDS_VALUE(e) || json_node_get_value_type(e) != G_TYPE_INT64 ||
+        (v = json_node_get_int(e)) < 0 || v > 65535) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "\"moves\"[%u].%s must be a CPU number (an integer in 0..65535)", i, key);
+        return FALSE;
+    }
+    *out = (unsigned)v;
+    return TRUE;
+}
+
+static gboolean
 scoreMoves(vpScore *score, JsonObject *obj, GError **error)
 {
     static const char *const keys[] = {"name", "from", "to", NULL};
@@ -113,8 +129,7 @@ scoreMoves(vpScore *score, JsonObject *obj, GError **error)
             return FALSE;
         }
         if (!checkKeys(mobj, keys, error) || !(vm = vpTraceGetString(mobj, "name", error)) ||
-            !vpTraceGetUInt(mobj, "from", 65535, &from, error) ||
-            !vpTraceGetUInt(mobj, "to", 65535, &to, error) ||
+            !moveCpu(mobj, i, "from", &from, error) || !moveCpu(mobj, i, "to", &to, error) ||
             !vpScoreMoved(score, vm, from, to, error))
             return FALSE;
     }

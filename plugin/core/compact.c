@@ -35,6 +35,7 @@ typedef struct {
     unsigned budget;
     vpLevel levels[4];
     int nlevels;
+    GHashTable *memory; /* domain -> its memory nodes, asked once per search */
 } vpRoom;
 
 /* A set of cores to vacate, and what it costs. */
@@ -133,38 +134,86 @@ inPlanGroup(const vpRoom *r, const vpPlan *plan, int c)
     return vpTopologyCore(r->topo, c)->group[plan->level] == plan->level_index;
 }
 
+static hwloc_const_bitmap_t
+memoryNodes(const vpRoom *r, const vpPlan *plan)
+{
+    hwloc_bitmap_t nodes = g_hash_table_lookup(r->memory, plan->domain);
+
+    if (!nodes) {
+        nodes = vpPlanMemoryNodes(plan, r->topo);
+        g_hash_table_insert(r->memory, plan->domain, nodes);
+    }
+    return nodes;
+}
+
+/* Core c as a destination for plan's vCPU from from_core: its first free usable PU when
+ * the policy allows the core, else -1. */
+static int
+destinationOn(const vpRoom *r, const vpPlan *plan, int from_core, int c, const bool *vacated,
+              const vpMove *moves, unsigned nmoves)
+{
+    const vpCore *core = vpTopologyCore(r->topo, c);
+    int node = nodeOf(r->topo, c);
+    int pu = -1;
+
+    if (c == from_core || vacated[c] ||
+        !hwloc_bitmap_isset(memoryNodes(r, plan),
+                            vpTopologyGroup(r->topo, VP_LEVEL_NUMA, node)->os))
+        return -1;
+    for (int i = 0; i < core->npus && pu < 0; i++) {
+        if (vpTopologyPU(r->topo, core->pus[i])->usable &&
+            !ownerAt(r, moves, nmoves, core->pus[i]).domain)
+            pu = core->pus[i];
+    }
+    if (pu < 0 || !coreTrusts(r, moves, nmoves, c, plan))
+        return -1;
+    if (plan->policy.smt == VP_SMT_SPREAD)
+        return coreRuns(r, moves, nmoves, c, plan, false) ? pu : -1;
+    return node == nodeOf(r->topo, from_core) && inPlanGroup(r, plan, c) &&
+                   coreRuns(r, moves, nmoves, c, plan, true)
+               ? pu
+               : -1;
+}
+
+/* Where plan's vCPU runs once the moves are made. */
+static int
+pinAfter(const vpPlan *plan, unsigned v, const vpMove *moves, unsigned nmoves)
+{
+    int os = plan->vcpu_pu[v];
+
+    for (unsigned i = 0; i < nmoves; i++) {
+        if (moves[i].vcpu == v && strcmp(moves[i].domain, plan->domain) == 0)
+            os = (int)moves[i].to;
+    }
+    return os;
+}
+
 /* A legal destination for plan's vCPU now on logical PU from: a free usable PU, not on a
- * vacated core nor taken by an earlier move, on a core the policy allows, inside the
- * domain's memory nodes. -1 when there is none. */
+ * vacated core nor taken by an earlier move, inside the domain's memory nodes, on a core of
+ * its own (spread: walked in vCPU order) or a share-held core of its node (share: walked in
+ * core order). -1 when there is none. */
 static int
 destinationFor(const vpRoom *r, const vpPlan *plan, int from, const bool *vacated,
                const vpMove *moves, unsigned nmoves)
 {
-    g_autoptr(vpBitmap) memory = vpPlanMemoryNodes(plan, r->topo);
     int from_core = vpTopologyPU(r->topo, from)->core;
-    bool spread = plan->policy.smt == VP_SMT_SPREAD;
+    const vpGroup *node = vpTopologyGroup(r->topo, VP_LEVEL_NUMA, nodeOf(r->topo, from_core));
+    int pu = -1;
 
-    for (int c = 0; c < vpTopologyNCores(r->topo); c++) {
-        const vpCore *core = vpTopologyCore(r->topo, c);
-        int node = nodeOf(r->topo, c);
+    if (plan->policy.smt == VP_SMT_SPREAD) {
+        for (unsigned v = 0; v < plan->nvcpus && pu < 0; v++) {
+            int os = pinAfter(plan, v, moves, nmoves);
+            int at = os >= 0 ? vpTopologyPUByOS(r->topo, os) : -1;
 
-        if (c == from_core || vacated[c] ||
-            !hwloc_bitmap_isset(memory, vpTopologyGroup(r->topo, VP_LEVEL_NUMA, node)->os))
-            continue;
-        if (spread ? !coreRuns(r, moves, nmoves, c, plan, false)
-                   : (node != nodeOf(r->topo, from_core) || !inPlanGroup(r, plan, c) ||
-                      !coreRuns(r, moves, nmoves, c, plan, true)))
-            continue;
-        if (!coreTrusts(r, moves, nmoves, c, plan))
-            continue;
-        for (int i = 0; i < core->npus; i++) {
-            int pu = core->pus[i];
-
-            if (vpTopologyPU(r->topo, pu)->usable && !ownerAt(r, moves, nmoves, pu).domain)
-                return pu;
+            if (at >= 0)
+                pu = destinationOn(r, plan, from_core, vpTopologyPU(r->topo, at)->core, vacated,
+                                   moves, nmoves);
         }
+        return pu;
     }
-    return -1;
+    for (int i = 0; i < node->ncores && pu < 0; i++)
+        pu = destinationOn(r, plan, from_core, node->cores[i], vacated, moves, nmoves);
+    return pu;
 }
 
 /* What core c offers the request, as the placer counts room: a whole core for isolate, its
@@ -435,6 +484,26 @@ neededNodes(const vpRoom *r)
     return MAX(used, 1);
 }
 
+/* Moves only shuffle held PUs: when the host's free usable PUs fall short of what the
+ * request needs (whole cores for isolate), no moves can make room. */
+static bool
+roomPossible(const vpRoom *r)
+{
+    int nfree = 0, smallest = vpTopologyMaxSMT(r->topo);
+
+    for (int c = 0; c < vpTopologyNCores(r->topo); c++) {
+        const vpCore *core = vpTopologyCore(r->topo, c);
+
+        smallest = MIN(smallest, core->npus);
+        for (int i = 0; i < core->npus; i++)
+            nfree += vpTopologyPU(r->topo, core->pus[i])->usable &&
+                     !ownerAt(r, NULL, 0, core->pus[i]).domain;
+    }
+    if (r->req->policy.smt == VP_SMT_ISOLATE)
+        return nfree >= (int)r->req->vcpus * MAX(smallest, 1);
+    return nfree >= (int)r->req->vcpus;
+}
+
 static double
 levelWidth(const vpTopology *topo, vpLevel level)
 {
@@ -553,7 +622,9 @@ vpPlaceCompact(const vpTopology *topo, const vpLedger *ledger, const vpRequest *
     g_autoptr(GError) local = NULL;
     g_autoptr(vpPlan) plan = vpPlace(topo, ledger, req, &local);
     g_autofree char *why = NULL;
-    vpRoom r = {topo, ledger, req, cfg ? cfg->max_moves : VP_COMPACT_MAX_MOVES, {0}, 0};
+    g_autoptr(GHashTable) memory =
+        g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)hwloc_bitmap_free);
+    vpRoom r = {topo, ledger, req, cfg ? cfg->max_moves : VP_COMPACT_MAX_MOVES, {0}, 0, memory};
     vpBlocked blocked = {0};
     vpOutcome base;
     GArray *cands;
@@ -567,7 +638,7 @@ vpPlaceCompact(const vpTopology *topo, const vpLedger *ledger, const vpRequest *
         goto keep;
     r.nlevels = vpPlacerLevels(topo, req->policy.locality, r.levels);
     base = judge(&r, plan, NULL, 0);
-    if (!(why = shortfall(&r, plan, &base, local)))
+    if (!(why = shortfall(&r, plan, &base, local)) || !roomPossible(&r))
         goto keep;
     cands = candidates(&r, &blocked);
     better_plan = tryCandidates(&r, cands, &base, why);
