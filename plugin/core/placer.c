@@ -54,7 +54,8 @@ typedef struct {
     int *nfree; /* usable free PUs per core */
     int *nusable;
     vpRel *rel;
-    bool *pufree; /* per logical PU: usable and not held */
+    bool *pufree;                    /* per logical PU: usable and not held */
+    GHashTable *orders[VP_SMT_LAST]; /* group -> its cores in walking order (orderCores) */
 } vpCtx;
 
 typedef struct {
@@ -156,6 +157,8 @@ ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequ
     ctx->nusable = g_new0(int, ctx->ncores);
     ctx->rel = g_new0(vpRel, ctx->ncores);
     ctx->pufree = g_new0(bool, vpTopologyNPUs(topo));
+    for (int i = 0; i < VP_SMT_LAST; i++)
+        ctx->orders[i] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
 
     for (int c = 0; c < ctx->ncores; c++) {
         const vpCore *core = vpTopologyCore(topo, c);
@@ -192,6 +195,10 @@ ctxClear(vpCtx *ctx)
     g_free(ctx->nusable);
     g_free(ctx->rel);
     g_free(ctx->pufree);
+    for (int i = 0; i < VP_SMT_LAST; i++) {
+        if (ctx->orders[i])
+            g_hash_table_destroy(ctx->orders[i]);
+    }
 }
 
 /* A core every PU of which is usable and free: isolate and pack own such cores. */
@@ -290,19 +297,25 @@ compareCores(gconstpointer a, gconstpointer b, gpointer data)
 
 /* The group's cores, roomiest NUMA node first and inside it roomiest L3 first, then in
  * topology order: a VM that must spill over several nodes or L3s then takes the fewest, not
- * the first ones with any room. Groups no larger than an L3 keep topology order. */
-static int *
+ * the first ones with any room. Groups no larger than an L3 keep topology order. The room
+ * depends only on the snapshot and the policy, so each group is sorted once per placement
+ * (the ctx owns the result). */
+static const int *
 orderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
 {
-    int *order = g_memdup2(g->cores, sizeof(int) * g->ncores);
     int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
     int nl3 = vpTopologyNGroups(ctx->topo, VP_LEVEL_L3);
     g_autofree int *node_room = NULL;
     g_autofree int *l3_room = NULL;
     vpOrderKey key = {ctx, NULL, NULL};
+    int *order;
 
     if (g->level <= VP_LEVEL_L3 || g->ncores < 2)
+        return g->cores;
+    if ((order = g_hash_table_lookup(ctx->orders[smt], g)))
         return order;
+    order = g_memdup2(g->cores, sizeof(int) * g->ncores);
+    g_hash_table_insert(ctx->orders[smt], (gpointer)g, order);
     node_room = g_new0(int, MAX(nnodes, 1));
     l3_room = g_new0(int, MAX(nl3, 1));
     for (int i = 0; i < g->ncores; i++) {
@@ -433,11 +446,10 @@ pickShare(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
 static void
 pickInGroup(const vpCtx *ctx, const vpGroup *g, vpSmt smt, vpTier tier, int n, vpPick *pick)
 {
-    g_autofree int *order = orderCores(ctx, g, smt);
     vpGroup view = *g;
     int freepus = 0;
 
-    view.cores = order;
+    view.cores = (int *)orderCores(ctx, g, smt < VP_SMT_LAST ? smt : VP_SMT_SHARE);
     pickReset(pick);
     switch (smt) {
     case VP_SMT_ISOLATE:
