@@ -1,9 +1,11 @@
 /*
  * vcpuplace plan: one domain XML placed on a topology, with an optional ledger of what is
- * already held. Offline and side-effect free: the placer's answer, nothing applied.
+ * already held. Offline and side-effect free: the placer's answer, with the moves of running
+ * vCPUs it would make first (at most --max-moves), nothing applied.
  */
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "core/compact.h"
 #include "core/placer.h"
 #include "host/ledgerfile.h"
 #include "libvirt/domxml.h"
@@ -15,10 +17,13 @@ vpCmdPlan(int argc, char **argv)
 {
     g_auto(vpCliOptions) opts = {0};
     g_autofree char *ledger_path = NULL;
+    gint max_moves = VP_COMPACT_MAX_MOVES;
     g_autoptr(GOptionContext) octx = g_option_context_new("DOMAIN.xml");
     GOptionEntry entries[] = {
         {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &ledger_path, "ledger (JSON) of PUs already held",
          "FILE"},
+        {"max-moves", 0, 0, G_OPTION_ARG_INT, &max_moves,
+         "moves of running vCPUs the plan may make to find room (0: none)", "N"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GError) error = NULL;
@@ -27,6 +32,7 @@ vpCmdPlan(int argc, char **argv)
     g_autoptr(vpRequest) req = NULL;
     g_autoptr(vpPlan) plan = NULL;
     vpPolicy defaults;
+    vpCompactConfig compact;
 
     g_option_context_set_summary(octx, "Place one domain on a topology without applying it.\n"
                                        "Exit status: 0 placed, 2 refused by policy, 1 bad input.");
@@ -40,6 +46,11 @@ vpCmdPlan(int argc, char **argv)
         fprintf(stderr, "vcpuplace plan: expected one DOMAIN.xml argument\n");
         return VP_EXIT_ERROR;
     }
+    if (max_moves < 0 || max_moves > 64) {
+        fprintf(stderr, "vcpuplace plan: --max-moves=%d is not within 0..64\n", max_moves);
+        return VP_EXIT_ERROR;
+    }
+    compact.max_moves = (unsigned)max_moves;
     if (!vpCliLoadDefaults(&opts, &defaults, &error) ||
         !(topo = vpCliLoadTopology(&opts, &error)) ||
         !(req = vpDomXMLParseFile(argv[1], &defaults, &error))) {
@@ -53,7 +64,7 @@ vpCmdPlan(int argc, char **argv)
         vpCliError("plan", error);
         return VP_EXIT_ERROR;
     }
-    if (!(plan = vpPlace(topo, ledger, req, &error))) {
+    if (!(plan = vpPlaceCompact(topo, ledger, req, &compact, &error))) {
         vpCliError("plan", error);
         return g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED) ? VP_EXIT_REFUSED : VP_EXIT_ERROR;
     }

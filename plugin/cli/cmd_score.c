@@ -3,11 +3,15 @@
  * scorer that `vcpuplace simulate` uses, so that every placer's figures are computed by the
  * same code. The outcome file is JSON lines, one per trace event:
  *   {"op":"start","name":"vm1","vcpus":2,"smt":"spread","group":"g1","threads":2,
- *    "cpus":[0,16],"reserved":[],"us":12.5}
+ *    "coresched":"group","cpus":[0,16],"reserved":[],"us":12.5}
+ *   {"op":"start","name":"vm3","vcpus":2,"smt":"isolate","cpus":[2,4],
+ *    "moves":[{"name":"vm1","from":16,"to":17}],"us":30}
  *   {"op":"start","name":"vm2","vcpus":4,"smt":"pack","refused":true,"us":3.1}
  *   {"op":"stop","name":"vm1"}
  * "cpus" is the Linux CPU of each vCPU, "reserved" the CPUs held idle, "us" the decision
- * time. A stop of a VM that is not running (it was refused) is ignored, as in simulate.
+ * time, "coresched" (default vm) decides with "group" who trusts whom, "moves" the running
+ * vCPUs re-pinned (Linux CPUs) to make room before this start. A stop of a VM that is not running
+ * (it was refused) is ignored, as in simulate.
  */
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -71,12 +75,62 @@ memberCpus(JsonObject *obj, const char *key, guint *n, GError **error)
 }
 
 static gboolean
+moveCpu(JsonObject *mobj, guint i, const char *key, unsigned *out, GError **error)
+{
+    JsonNode *e = json_object_get_member(mobj, key);
+    gint64 v;
+
+    if (!e || !JSON_NODE_HOLDS_VALUE(e) || json_node_get_value_type(e) != G_TYPE_INT64 ||
+        (v = json_node_get_int(e)) < 0 || v > 65535) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "\"moves\"[%u].%s must be a CPU number (an integer in 0..65535)", i, key);
+        return FALSE;
+    }
+    *out = (unsigned)v;
+    return TRUE;
+}
+
+static gboolean
+scoreMoves(vpScore *score, JsonObject *obj, GError **error)
+{
+    static const char *const keys[] = {"name", "from", "to", NULL};
+    JsonNode *node = json_object_get_member(obj, "moves");
+    JsonArray *arr;
+
+    if (!node)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_ARRAY(node)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"moves\" must be an array");
+        return FALSE;
+    }
+    arr = json_node_get_array(node);
+    for (guint i = 0; i < json_array_get_length(arr); i++) {
+        JsonNode *m = json_array_get_element(arr, i);
+        JsonObject *mobj = JSON_NODE_HOLDS_OBJECT(m) ? json_node_get_object(m) : NULL;
+        const char *vm;
+        unsigned from, to;
+
+        if (!mobj) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"moves\"[%u] is not an object", i);
+            return FALSE;
+        }
+        if (!vpJsonCheckKeys(mobj, "move", keys, error) ||
+            !(vm = vpTraceGetString(mobj, "name", error)) ||
+            !moveCpu(mobj, i, "from", &from, error) || !moveCpu(mobj, i, "to", &to, error) ||
+            !vpScoreMoved(score, vm, from, to, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
 scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
 {
-    static const char *const keys[] = {"op",      "name", "vcpus",    "smt", "group", "threads",
-                                       "refused", "cpus", "reserved", "us",  NULL};
+    static const char *const keys[] = {"op",        "name",    "vcpus", "smt",      "group",
+                                       "threads",   "refused", "cpus",  "reserved", "us",
+                                       "coresched", "moves",   NULL};
     vpPolicy policy;
-    vpSmt vpsmt;
+    const char *coresched = NULL;
     unsigned vcpus = 0, threads = 1;
     const char *smt, *group = NULL;
     double us;
@@ -103,9 +157,12 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
                     group);
         return FALSE;
     }
+    if (json_object_has_member(obj, "coresched") &&
+        !(coresched = vpTraceGetString(obj, "coresched", error)))
+        return FALSE;
     vpPolicyInitDefaults(&policy);
-    ok = vpPolicySetAttr(&policy, "smt", smt, error);
-    vpsmt = policy.smt;
+    ok = vpPolicySetAttr(&policy, "smt", smt, error) &&
+         (!coresched || vpPolicySetAttr(&policy, "coresched", coresched, error));
     vpPolicyClear(&policy);
     if (!ok)
         return FALSE;
@@ -148,7 +205,16 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
             hwloc_bitmap_set(held, reserved[i]);
         }
     }
-    return vpScorePlaced(score, name, group, vpsmt, threads, vcpus, cpus, held, us, error);
+    /* both values were checked above */
+    vpPolicyInitDefaults(&policy);
+    vpPolicySetAttr(&policy, "smt", smt, NULL);
+    if (coresched)
+        vpPolicySetAttr(&policy, "coresched", coresched, NULL);
+    policy.group = g_strdup(group && *group ? group : NULL);
+    ok = scoreMoves(score, obj, error) &&
+         vpScorePlaced(score, name, &policy, threads, vcpus, cpus, held, us, error);
+    vpPolicyClear(&policy);
+    return ok;
 }
 
 static gboolean

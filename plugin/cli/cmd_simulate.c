@@ -1,11 +1,14 @@
 /*
  * vcpuplace simulate: replays a start/stop trace through the real placer and ledger, one
- * event at a time, and scores the outcome. Decision times are measured around vpPlace()
- * alone, so they are the placer's cost, not the parser's.
+ * event at a time, and scores the outcome. A start may first move running vCPUs to make
+ * room (compact.h, at most --max-moves): the moves are shown, applied to the ledger and
+ * scored before the new plan is. Decision times are measured around the placement alone
+ * (compaction included), so they are the placer's cost, not the parser's.
  */
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/trace.h"
+#include "core/compact.h"
 #include "core/placer.h"
 #include "core/score.h"
 #include "host/ledgerfile.h"
@@ -19,6 +22,7 @@ typedef struct {
     vpScore *score;
     JsonBuilder *events; /* NULL unless --json */
     gboolean quiet;
+    vpCompactConfig compact;
 } vpSim;
 
 static double
@@ -66,6 +70,10 @@ report(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, const char *outcome,
         for (unsigned i = 0; i < plan->nvcpus; i++)
             hwloc_bitmap_set(cpus, plan->vcpu_pu[i]);
         list = vpCpuListFormat(cpus);
+        for (unsigned i = 0; i < plan->nmoves; i++)
+            printf("%6u move  %-16s vcpu %u: cpu %u -> cpu %u (%s)\n", lineno,
+                   plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
+                   plan->moves[i].to, plan->moves[i].reason);
         printf("%6u start %-16s %2u vCPUs smt=%-7s %s: %s %d cpus %s%s%s\n", lineno, ev->name,
                ev->req->vcpus, vpSmtName(ev->req->policy.smt), outcome, vpLevelName(plan->level),
                plan->level_index, list, plan->degraded ? "; degraded: " : "",
@@ -97,7 +105,7 @@ step(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, GError **error)
         return FALSE;
     }
     t0 = nowUs();
-    plan = vpPlace(sim->topo, sim->ledger, ev->req, &why);
+    plan = vpPlaceCompact(sim->topo, sim->ledger, ev->req, &sim->compact, &why);
     us = nowUs() - t0;
     if (!plan) {
         if (!g_error_matches(why, VP_ERROR, VP_ERROR_REFUSED)) {
@@ -108,8 +116,13 @@ step(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, GError **error)
         report(sim, lineno, ev, "refused", NULL, why->message);
         return TRUE;
     }
-    if (!vpLedgerAdd(sim->ledger, plan, error) ||
-        !vpScorePlaced(sim->score, ev->name, plan->group, ev->req->policy.smt,
+    for (unsigned i = 0; i < plan->nmoves; i++) {
+        if (!vpScoreMoved(sim->score, plan->moves[i].domain, plan->moves[i].from, plan->moves[i].to,
+                          error))
+            return FALSE;
+    }
+    if (!vpCompactApply(sim->ledger, plan, error) || !vpLedgerAdd(sim->ledger, plan, error) ||
+        !vpScorePlaced(sim->score, ev->name, &ev->req->policy,
                        plan->guest_threads ? plan->guest_threads : vpRequestGuestThreads(ev->req),
                        plan->nvcpus, plan->vcpu_pu, plan->reserved, us, error))
         return FALSE;
@@ -152,10 +165,13 @@ vpCmdSimulate(int argc, char **argv)
     g_auto(vpCliOptions) opts = {0};
     g_autofree char *save = NULL;
     gboolean quiet = FALSE;
+    gint max_moves = VP_COMPACT_MAX_MOVES;
     g_autoptr(GOptionContext) octx = g_option_context_new("TRACE.jsonl");
     GOptionEntry entries[] = {
         {"save-ledger", 0, 0, G_OPTION_ARG_FILENAME, &save, "write the final ledger here", "FILE"},
         {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "print only the final metrics", NULL},
+        {"max-moves", 0, 0, G_OPTION_ARG_INT, &max_moves,
+         "moves of running vCPUs one start may make to find room (0: none)", "N"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GError) error = NULL;
@@ -179,6 +195,10 @@ vpCmdSimulate(int argc, char **argv)
         fprintf(stderr, "vcpuplace simulate: expected one TRACE.jsonl argument\n");
         return VP_EXIT_ERROR;
     }
+    if (max_moves < 0 || max_moves > 64) {
+        fprintf(stderr, "vcpuplace simulate: --max-moves=%d is not within 0..64\n", max_moves);
+        return VP_EXIT_ERROR;
+    }
     if (!vpCliLoadDefaults(&opts, &defaults, &error) ||
         !(topo = vpCliLoadTopology(&opts, &error))) {
         vpCliError("simulate", error);
@@ -192,7 +212,7 @@ vpCmdSimulate(int argc, char **argv)
         json_builder_set_member_name(events, "events");
         json_builder_begin_array(events);
     }
-    sim = (vpSim){topo, ledger, score, events, quiet};
+    sim = (vpSim){topo, ledger, score, events, quiet, {(unsigned)max_moves}};
     ok = replay(&sim, argv[1], &defaults, &error);
     vpPolicyClear(&defaults);
     if (!ok) {

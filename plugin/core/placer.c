@@ -48,11 +48,14 @@ typedef struct {
     const vpTopology *topo;
     const vpLedger *ledger;
     const vpRequest *req;
+    const vpMove *moves; /* applied to the ledger's holdings first (compaction) */
+    unsigned nmoves;
     int ncores;
     int *nfree; /* usable free PUs per core */
     int *nusable;
     vpRel *rel;
-    bool *pufree; /* per logical PU: usable and not held */
+    bool *pufree;                    /* per logical PU: usable and not held */
+    GHashTable *orders[VP_SMT_LAST]; /* group -> its cores in walking order (orderCores) */
 } vpCtx;
 
 typedef struct {
@@ -109,26 +112,60 @@ relationOf(const vpCtx *ctx, const vpPlan *owner)
     return REL_FOREIGN;
 }
 
+vpOwner
+vpOwnerAfterMoves(const vpTopology *topo, const vpLedger *ledger, const vpMove *moves,
+                  unsigned nmoves, int pu)
+{
+    vpOwner owner = ledger ? vpLedgerOwner(ledger, pu) : (vpOwner){NULL, VP_OWN_NONE, -1};
+    unsigned os = vpTopologyPU(topo, pu)->os;
+
+    for (unsigned i = 0; i < nmoves; i++) {
+        if (moves[i].from == os && owner.domain && owner.kind == VP_OWN_VCPU &&
+            owner.vcpu == (int)moves[i].vcpu && strcmp(owner.domain, moves[i].domain) == 0)
+            owner = (vpOwner){NULL, VP_OWN_NONE, -1};
+        if (moves[i].to == os)
+            owner = (vpOwner){moves[i].domain, VP_OWN_VCPU, (int)moves[i].vcpu};
+    }
+    return owner;
+}
+
+static bool
+movedPU(const vpCtx *ctx, int pu)
+{
+    unsigned os = vpTopologyPU(ctx->topo, pu)->os;
+
+    for (unsigned i = 0; i < ctx->nmoves; i++) {
+        if (ctx->moves[i].from == os || ctx->moves[i].to == os)
+            return true;
+    }
+    return false;
+}
+
 static void
-ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequest *req)
+ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+        const vpMove *moves, unsigned nmoves)
 {
     g_autoptr(GHashTable) rel_by_domain = g_hash_table_new(NULL, NULL);
 
     ctx->topo = topo;
     ctx->ledger = ledger;
     ctx->req = req;
+    ctx->moves = moves;
+    ctx->nmoves = nmoves;
     ctx->ncores = vpTopologyNCores(topo);
     ctx->nfree = g_new0(int, ctx->ncores);
     ctx->nusable = g_new0(int, ctx->ncores);
     ctx->rel = g_new0(vpRel, ctx->ncores);
     ctx->pufree = g_new0(bool, vpTopologyNPUs(topo));
+    for (int i = 0; i < VP_SMT_LAST; i++)
+        ctx->orders[i] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
 
     for (int c = 0; c < ctx->ncores; c++) {
         const vpCore *core = vpTopologyCore(topo, c);
 
         for (int i = 0; i < core->npus; i++) {
             int pu = core->pus[i];
-            vpOwner owner = ledger ? vpLedgerOwner(ledger, pu) : (vpOwner){NULL, VP_OWN_NONE, -1};
+            vpOwner owner = vpOwnerAfterMoves(topo, ledger, moves, nmoves, pu);
             gpointer r;
 
             if (!owner.domain) {
@@ -158,6 +195,10 @@ ctxClear(vpCtx *ctx)
     g_free(ctx->nusable);
     g_free(ctx->rel);
     g_free(ctx->pufree);
+    for (int i = 0; i < VP_SMT_LAST; i++) {
+        if (ctx->orders[i])
+            g_hash_table_destroy(ctx->orders[i]);
+    }
 }
 
 /* A core every PU of which is usable and free: isolate and pack own such cores. */
@@ -211,6 +252,85 @@ reserveRest(const vpCtx *ctx, int c, vpPick *pick)
         if (!used)
             g_array_append_val(pick->reserved, pu);
     }
+}
+
+/* What one core offers a policy: a whole core for isolate, its PUs for pack when whole, its
+ * free PUs for spread when no VM holds it, its free PUs for share unless a stranger holds it. */
+static int
+coreRoom(const vpCtx *ctx, int c, vpSmt smt)
+{
+    switch (smt) {
+    case VP_SMT_ISOLATE:
+        return coreWhole(ctx, c);
+    case VP_SMT_PACK:
+        return coreWhole(ctx, c) ? ctx->nfree[c] : 0;
+    case VP_SMT_SPREAD:
+        return coreIdle(ctx, c) ? ctx->nfree[c] : 0;
+    default:
+        return ctx->rel[c] == REL_FOREIGN ? 0 : ctx->nfree[c];
+    }
+}
+
+typedef struct {
+    const vpCtx *ctx;
+    const int *node_room; /* per NUMA group index */
+    const int *l3_room;   /* per L3 group index */
+} vpOrderKey;
+
+static int
+compareCores(gconstpointer a, gconstpointer b, gpointer data)
+{
+    const vpOrderKey *key = data;
+    const vpCore *ca = vpTopologyCore(key->ctx->topo, *(const int *)a);
+    const vpCore *cb = vpTopologyCore(key->ctx->topo, *(const int *)b);
+    int na = key->node_room[ca->group[VP_LEVEL_NUMA]];
+    int nb = key->node_room[cb->group[VP_LEVEL_NUMA]];
+    int la = key->l3_room[ca->group[VP_LEVEL_L3]];
+    int lb = key->l3_room[cb->group[VP_LEVEL_L3]];
+
+    if (na != nb)
+        return nb - na;
+    if (la != lb)
+        return lb - la;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* The group's cores, roomiest NUMA node first and inside it roomiest L3 first, then in
+ * topology order: a VM that must spill over several nodes or L3s then takes the fewest, not
+ * the first ones with any room. Groups no larger than an L3 keep topology order. The room
+ * depends only on the snapshot and the policy, so each group is sorted once per placement
+ * (the ctx owns the result). */
+static const int *
+orderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
+{
+    int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
+    int nl3 = vpTopologyNGroups(ctx->topo, VP_LEVEL_L3);
+    g_autofree int *node_room = NULL;
+    g_autofree int *l3_room = NULL;
+    vpOrderKey key = {ctx, NULL, NULL};
+    int *order;
+
+    if (g->level <= VP_LEVEL_L3 || g->ncores < 2)
+        return g->cores;
+    if ((order = g_hash_table_lookup(ctx->orders[smt], g)))
+        return order;
+    order = g_memdup2(g->cores, sizeof(int) * g->ncores);
+    g_hash_table_insert(ctx->orders[smt], (gpointer)g, order);
+    node_room = g_new0(int, MAX(nnodes, 1));
+    l3_room = g_new0(int, MAX(nl3, 1));
+    for (int i = 0; i < g->ncores; i++) {
+        const vpCore *core = vpTopologyCore(ctx->topo, g->cores[i]);
+        int room = coreRoom(ctx, g->cores[i], smt);
+
+        if (core->group[VP_LEVEL_NUMA] >= 0)
+            node_room[core->group[VP_LEVEL_NUMA]] += room;
+        if (core->group[VP_LEVEL_L3] >= 0)
+            l3_room[core->group[VP_LEVEL_L3]] += room;
+    }
+    key.node_room = node_room;
+    key.l3_room = l3_room;
+    g_qsort_with_data(order, g->ncores, sizeof(int), compareCores, &key);
+    return order;
 }
 
 static void
@@ -282,17 +402,43 @@ pickSpread(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
     }
 }
 
+/* The next core of one relation for a share VM that still needs `want` PUs: the core with
+ * the most free PUs that the VM fills completely, else the one with the fewest free PUs
+ * beyond what it needs. Whole sibling sets thus go to one VM, and the last vCPUs fill a
+ * half-used core rather than split a whole one. -1 when none is left. */
+static int
+nextShareCore(const vpCtx *ctx, const vpGroup *g, vpRel rel, int want, const bool *done)
+{
+    int fill = -1, over = -1;
+
+    for (int i = 0; i < g->ncores; i++) {
+        int c = g->cores[i];
+        int f = ctx->nfree[c];
+
+        if (done[i] || ctx->rel[c] != rel || f == 0)
+            continue;
+        if (f <= want && (fill < 0 || f > ctx->nfree[g->cores[fill]]))
+            fill = i;
+        if (f > want && (over < 0 || f < ctx->nfree[g->cores[over]]))
+            over = i;
+    }
+    return fill >= 0 ? fill : over;
+}
+
 static void
 pickShare(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
 {
     static const vpRel order[] = {REL_GROUP, REL_SHARE, REL_NONE, REL_FOREIGN};
+    g_autofree bool *done = g_new0(bool, g->ncores);
 
     for (gsize r = 0; r < G_N_ELEMENTS(order); r++) {
+        int i;
+
         if (order[r] == REL_FOREIGN && tier < TIER_SHARE_ANY)
             break;
-        for (int i = 0; i < g->ncores && pick->n < n; i++) {
-            if (ctx->rel[g->cores[i]] == order[r])
-                takeFree(ctx, g->cores[i], INT_MAX, pick, n);
+        while (pick->n < n && (i = nextShareCore(ctx, g, order[r], n - pick->n, done)) >= 0) {
+            done[i] = true;
+            takeFree(ctx, g->cores[i], INT_MAX, pick, n);
         }
     }
 }
@@ -300,22 +446,24 @@ pickShare(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
 static void
 pickInGroup(const vpCtx *ctx, const vpGroup *g, vpSmt smt, vpTier tier, int n, vpPick *pick)
 {
+    vpGroup view = *g;
     int freepus = 0;
 
+    view.cores = (int *)orderCores(ctx, g, smt < VP_SMT_LAST ? smt : VP_SMT_SHARE);
     pickReset(pick);
     switch (smt) {
     case VP_SMT_ISOLATE:
-        pickIsolate(ctx, g, n, pick);
+        pickIsolate(ctx, &view, n, pick);
         break;
     case VP_SMT_PACK:
-        pickPack(ctx, g, n, pick);
+        pickPack(ctx, &view, n, pick);
         break;
     case VP_SMT_SPREAD:
-        pickSpread(ctx, g, n, tier, pick);
+        pickSpread(ctx, &view, n, tier, pick);
         break;
     case VP_SMT_SHARE:
     case VP_SMT_LAST:
-        pickShare(ctx, g, n, tier, pick);
+        pickShare(ctx, &view, n, tier, pick);
         break;
     }
     for (int i = 0; i < g->ncores; i++)
@@ -368,8 +516,8 @@ localityLevel(vpLocality locality)
 }
 
 /* Locality levels to try, smallest groups first. */
-static int
-levelsFor(const vpTopology *topo, vpLocality locality, vpLevel *out)
+int
+vpPlacerLevels(const vpTopology *topo, vpLocality locality, vpLevel *out)
 {
     static const vpLevel all[] = {VP_LEVEL_L3, VP_LEVEL_NUMA, VP_LEVEL_PACKAGE, VP_LEVEL_HOST};
     int n = 0;
@@ -428,19 +576,53 @@ searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpCh
     return found;
 }
 
+/* How many of the levels (smallest first) lie within one NUMA node: a spread VM uses its
+ * own siblings there before it takes free cores of a wider level, since a VM split over
+ * nodes pays on every memory access and leaves half-used cores that no later isolate or
+ * pack VM can take. Its own siblings are no stranger's, so sibling avoidance between VMs
+ * still holds. */
+static int
+nodeLevels(const vpLevel *levels, int nlevels)
+{
+    int local = 0;
+
+    for (int l = 0; l < nlevels; l++) {
+        if (levels[l] == VP_LEVEL_NUMA)
+            local = l + 1;
+    }
+    return local;
+}
+
+static bool
+searchTiers(const vpCtx *ctx, vpSmt smt, const vpTier *tiers, int ntiers, const vpLevel *levels,
+            int from, int to, int n, vpChoice *best)
+{
+    for (int t = 0; t < ntiers; t++) {
+        for (int l = from; l < to; l++) {
+            if (searchLevel(ctx, levels[l], smt, tiers[t], n, best))
+                return true;
+        }
+    }
+    return false;
+}
+
 static bool
 search(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best)
 {
     vpLevel levels[4];
-    int nlevels = levelsFor(ctx->topo, locality, levels);
+    int nlevels = vpPlacerLevels(ctx->topo, locality, levels);
     int ntiers;
     const vpTier *tiers = tiersFor(smt, &ntiers);
+    int local = smt == VP_SMT_SPREAD ? nodeLevels(levels, nlevels) : 0;
 
-    for (int t = 0; t < ntiers; t++) {
-        for (int l = 0; l < nlevels; l++) {
-            if (searchLevel(ctx, levels[l], smt, tiers[t], n, best))
-                return true;
-        }
+    if (local > 0 && local < nlevels) {
+        /* free cores, then own siblings, inside a node; then the same wider */
+        if (searchTiers(ctx, smt, tiers, 2, levels, 0, local, n, best) ||
+            searchTiers(ctx, smt, tiers, 2, levels, local, nlevels, n, best) ||
+            searchTiers(ctx, smt, tiers + 2, ntiers - 2, levels, 0, nlevels, n, best))
+            return true;
+    } else if (searchTiers(ctx, smt, tiers, ntiers, levels, 0, nlevels, n, best)) {
+        return true;
     }
     /* Siblings of other trust groups, only once no group of any level has room. */
     if (smt == VP_SMT_SPREAD)
@@ -492,7 +674,7 @@ refusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
 {
     g_autoptr(GString) s = g_string_new(NULL);
     vpLevel levels[4];
-    int nlevels = levelsFor(ctx->topo, locality, levels);
+    int nlevels = vpPlacerLevels(ctx->topo, locality, levels);
     const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
                        : smt == VP_SMT_PACK  ? "free PUs on whole cores"
                                              : "free PUs";
@@ -547,35 +729,55 @@ packTopology(vpPlan *plan, const vpTopology *topo, const vpRequest *req, const v
     plan->topology_mismatch = req->threads > 0 && req->threads != (unsigned)t;
 }
 
+/* A free PU of core c that the pick neither runs a vCPU on nor holds idle. */
+static int
+spareOn(const vpCtx *ctx, int c, const vpPick *pick)
+{
+    const vpCore *core = vpTopologyCore(ctx->topo, c);
+
+    for (int i = 0; i < core->npus; i++) {
+        int pu = core->pus[i];
+        bool used = false;
+
+        for (int k = 0; k < pick->n; k++)
+            used |= pick->pus[k] == pu;
+        for (guint k = 0; k < pick->reserved->len; k++)
+            used |= g_array_index(pick->reserved, int, k) == pu;
+        if (ctx->pufree[pu] && !used)
+            return pu;
+    }
+    return -1;
+}
+
+/* Where the dedicated emulator goes: a spare sibling the VM already holds idle (pack's odd
+ * leftover), else a free sibling of one of its vCPUs, else a PU of an idle core, fewest free
+ * PUs first so that whole cores stay whole. Never the sibling isolate keeps idle: that
+ * sibling is what isolate promised. */
 static bool
 pickEmulatorPU(const vpCtx *ctx, vpPlan *plan, vpChoice *choice)
 {
     const vpTopology *topo = ctx->topo;
-    int os = hwloc_bitmap_first(plan->reserved);
+    int os = -1;
+    int best = -1;
 
-    if (os < 0) {
-        /* a free sibling of one of our vCPUs, else a free PU of an idle core */
-        for (int pass = 0; pass < 2 && os < 0; pass++) {
-            for (int c = 0; c < ctx->ncores && os < 0; c++) {
-                const vpCore *core = vpTopologyCore(topo, c);
-                bool ours = false;
+    if (ctx->req->policy.smt != VP_SMT_ISOLATE)
+        os = hwloc_bitmap_first(plan->reserved);
+    for (int c = 0; c < ctx->ncores && os < 0; c++) {
+        bool ours = false;
+        int pu;
 
-                for (int i = 0; i < choice->pick.n; i++)
-                    ours |= vpTopologyPU(topo, choice->pick.pus[i])->core == c;
-                if (pass == 0 ? !ours : !coreIdle(ctx, c))
-                    continue;
-                for (int i = 0; i < core->npus && os < 0; i++) {
-                    int pu = core->pus[i];
-                    bool used = false;
-
-                    for (int k = 0; k < choice->pick.n; k++)
-                        used |= choice->pick.pus[k] == pu;
-                    if (ctx->pufree[pu] && !used)
-                        os = vpTopologyPU(topo, pu)->os;
-                }
-            }
-        }
+        for (int i = 0; i < choice->pick.n; i++)
+            ours |= vpTopologyPU(topo, choice->pick.pus[i])->core == c;
+        if (ours && (pu = spareOn(ctx, c, &choice->pick)) >= 0)
+            os = vpTopologyPU(topo, pu)->os;
     }
+    for (int c = 0; c < ctx->ncores && os < 0; c++) {
+        if (coreIdle(ctx, c) && spareOn(ctx, c, &choice->pick) >= 0 &&
+            (best < 0 || ctx->nfree[c] < ctx->nfree[best]))
+            best = c;
+    }
+    if (os < 0 && best >= 0)
+        os = vpTopologyPU(topo, spareOn(ctx, best, &choice->pick))->os;
     if (os < 0)
         return false;
     hwloc_bitmap_set(plan->reserved, os);
@@ -590,6 +792,8 @@ shareHolders(const vpCtx *ctx, int pu)
 {
     unsigned n = ctx->ledger ? vpLedgerNOwners(ctx->ledger, pu) : 0;
 
+    if (movedPU(ctx, pu))
+        return -1;
     for (unsigned i = 0; i < n; i++) {
         vpOwner o = vpLedgerOwnerAt(ctx->ledger, pu, i);
         const vpPlan *holder = vpLedgerLookup(ctx->ledger, o.domain);
@@ -697,6 +901,13 @@ placePinned(const vpTopology *topo, const vpRequest *req)
 vpPlan *
 vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GError **error)
 {
+    return vpPlaceAfter(topo, ledger, req, NULL, 0, error);
+}
+
+vpPlan *
+vpPlaceAfter(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+             const vpMove *moves, unsigned nmoves, GError **error)
+{
     g_autoptr(vpPlan) plan = NULL;
     vpCtx ctx;
     vpChoice choice = {0};
@@ -725,7 +936,7 @@ vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GE
     plan->group = g_strdup(req->policy.group);
     plan->how = VP_HOW_PLACED;
 
-    ctxInit(&ctx, topo, ledger, req);
+    ctxInit(&ctx, topo, ledger, req, moves, nmoves);
     pickInit(&choice.pick, n);
     found = search(&ctx, smt, locality, n, &choice);
     if (!found && locality != VP_LOCALITY_AUTO && req->policy.unmet == VP_UNMET_DEGRADE) {

@@ -51,6 +51,11 @@ vpPlanFree(vpPlan *plan)
     hwloc_bitmap_free(plan->emulator);
     hwloc_bitmap_free(plan->reserved);
     g_free(plan->degraded_reason);
+    for (unsigned i = 0; i < plan->nmoves; i++) {
+        g_free(plan->moves[i].domain);
+        g_free(plan->moves[i].reason);
+    }
+    g_free(plan->moves);
     g_free(plan);
 }
 
@@ -74,7 +79,37 @@ vpPlanCopy(const vpPlan *plan)
     copy->overcommit = plan->overcommit;
     copy->degraded = plan->degraded;
     copy->degraded_reason = g_strdup(plan->degraded_reason);
+    for (unsigned i = 0; i < plan->nmoves; i++)
+        vpPlanAddMove(copy, plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
+                      plan->moves[i].to, plan->moves[i].reason);
     return copy;
+}
+
+void
+vpPlanAddMove(vpPlan *plan, const char *domain, unsigned vcpu, unsigned from, unsigned to,
+              const char *reason)
+{
+    plan->moves = g_renew(vpMove, plan->moves, plan->nmoves + 1);
+    plan->moves[plan->nmoves++] = (vpMove){g_strdup(domain), vcpu, from, to, g_strdup(reason)};
+}
+
+hwloc_bitmap_t
+vpPlanMemoryNodes(const vpPlan *plan, const vpTopology *topo)
+{
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        int pu = plan->vcpu_pu[i] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[i]) : -1;
+        int core = pu >= 0 ? vpTopologyPU(topo, pu)->core : -1;
+
+        if (core >= 0) {
+            const vpCore *c = vpTopologyCore(topo, core);
+
+            hwloc_bitmap_set(nodes,
+                             vpTopologyGroup(topo, VP_LEVEL_NUMA, c->group[VP_LEVEL_NUMA])->os);
+        }
+    }
+    return nodes;
 }
 
 const char *
@@ -219,6 +254,26 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
         json_builder_add_string_value(b, plan->degraded_reason);
     else
         json_builder_add_null_value(b);
+    /* written only when there are moves, so plans without them keep their golden form */
+    if (plan->nmoves) {
+        json_builder_set_member_name(b, "moves");
+        json_builder_begin_array(b);
+        for (i = 0; i < plan->nmoves; i++) {
+            json_builder_begin_object(b);
+            json_builder_set_member_name(b, "domain");
+            json_builder_add_string_value(b, plan->moves[i].domain);
+            json_builder_set_member_name(b, "vcpu");
+            json_builder_add_int_value(b, plan->moves[i].vcpu);
+            json_builder_set_member_name(b, "from");
+            json_builder_add_int_value(b, plan->moves[i].from);
+            json_builder_set_member_name(b, "to");
+            json_builder_add_int_value(b, plan->moves[i].to);
+            json_builder_set_member_name(b, "reason");
+            json_builder_add_string_value(b, plan->moves[i].reason ? plan->moves[i].reason : "");
+            json_builder_end_object(b);
+        }
+        json_builder_end_array(b);
+    }
     json_builder_end_object(b);
 
     return json_builder_get_root(b);
@@ -458,6 +513,60 @@ vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
     return TRUE;
 }
 
+static gboolean
+vpPlanReadMoves(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    static const char *const keys[] = {"domain", "vcpu", "from", "to", "reason", NULL};
+    JsonNode *node = json_object_get_member(obj, "moves");
+    JsonArray *arr;
+    guint n;
+
+    if (!node)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_ARRAY(node) ||
+        (n = json_array_get_length(json_node_get_array(node))) < 1 || n > VP_PLAN_MAX_VCPUS) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "moves=%s is not an array of 1..%d moves",
+                    shown, VP_PLAN_MAX_VCPUS);
+        return FALSE;
+    }
+    arr = json_node_get_array(node);
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *path = g_strdup_printf("moves[%u].", i);
+        g_autofree char *where = g_strdup_printf("moves[%u]", i);
+        JsonNode *elem = json_array_get_element(arr, i);
+        JsonObject *mobj;
+        const char *domain, *reason;
+        gint64 vcpu, from, to;
+
+        if (!JSON_NODE_HOLDS_OBJECT(elem)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
+            return FALSE;
+        }
+        mobj = json_node_get_object(elem);
+        if (!vpJsonCheckKeys(mobj, where, keys, error) ||
+            !vpPlanGetString(mobj, path, "domain", FALSE, &domain, error) ||
+            !vpPlanGetInt(mobj, path, "vcpu", 0, VP_PLAN_MAX_VCPUS - 1, &vcpu, error) ||
+            !vpPlanGetInt(mobj, path, "from", 0, VP_PLAN_MAX_CPU, &from, error) ||
+            !vpPlanGetInt(mobj, path, "to", 0, VP_PLAN_MAX_CPU, &to, error) ||
+            !vpPlanGetString(mobj, path, "reason", FALSE, &reason, error))
+            return FALSE;
+        if (!*domain) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%sdomain is empty", path);
+            return FALSE;
+        }
+        if (from == to) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%sfrom=%" G_GINT64_FORMAT " equals to: a move must change the CPU", path,
+                        from);
+            return FALSE;
+        }
+        vpPlanAddMove(plan, domain, vcpu, from, to, reason);
+    }
+    return TRUE;
+}
+
 /* Reads everything but the domain name, into *plan which it allocates. */
 static gboolean
 vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
@@ -476,6 +585,7 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
                                        "overcommit",
                                        "degraded",
                                        "degraded_reason",
+                                       "moves",
                                        NULL};
     vpPolicy policy = {0};
     const char *group, *how, *level, *reason;
@@ -564,7 +674,7 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
         return FALSE;
     }
     (*plan)->degraded_reason = g_strdup(reason);
-    return TRUE;
+    return vpPlanReadMoves(obj, *plan, error);
 }
 
 vpPlan *
@@ -641,5 +751,11 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
         g_string_append(s, "  the declared guest topology does not line up with host cores\n");
     if (plan->degraded)
         g_string_append_printf(s, "  degraded: %s\n", plan->degraded_reason);
+    if (plan->nmoves)
+        g_string_append(s, "  moves first:\n");
+    for (i = 0; i < plan->nmoves; i++)
+        g_string_append_printf(s, "    domain %s vcpu %u: cpu %u -> cpu %u (%s)\n",
+                               plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
+                               plan->moves[i].to, plan->moves[i].reason);
     return g_string_free(g_steal_pointer(&s), FALSE);
 }

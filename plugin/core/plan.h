@@ -16,6 +16,17 @@ typedef enum {
     VP_HOW_LAST
 } vpHow;
 
+/* One vCPU of a running domain re-pinned: by the rebalancer, or to make room for a plan.
+ * A plan's moves are applied in order, each before the next and all before the plan's own
+ * vCPUs are pinned: every move's destination is free and trusted by its domain then. */
+typedef struct {
+    char *domain;
+    unsigned vcpu;
+    unsigned from; /* Linux CPU numbers */
+    unsigned to;
+    char *reason; /* the trigger, the figures behind it and why this target */
+} vpMove;
+
 typedef struct {
     char *domain;
     char *group;     /* trust group, NULL = alone */
@@ -35,6 +46,9 @@ typedef struct {
     bool overcommit;
     bool degraded;
     char *degraded_reason; /* exactly what was relaxed, NULL when not degraded */
+    /* moves of running vCPUs that make room for this plan; none for most plans */
+    unsigned nmoves;
+    vpMove *moves;
 } vpPlan;
 
 vpPlan *vpPlanNew(const char *domain, unsigned nvcpus);
@@ -46,6 +60,13 @@ vpPlan *vpPlanCopy(const vpPlan *plan);
 const char *vpHowName(vpHow how);
 /* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator. */
 hwloc_bitmap_t vpPlanHeld(const vpPlan *plan);
+
+/* Appends a move (the strings are copied). */
+void vpPlanAddMove(vpPlan *plan, const char *domain, unsigned vcpu, unsigned from, unsigned to,
+                   const char *reason);
+/* The NUMA nodes (OS numbers) a domain's memory may live on, which no move of its vCPUs may
+ * leave: today the nodes its pinned vCPUs are on. */
+hwloc_bitmap_t vpPlanMemoryNodes(const vpPlan *plan, const vpTopology *topo);
 
 /* JSON object in the stable format of golden files and `vcpuplace plan --json`. */
 JsonNode *vpPlanToJson(const vpPlan *plan, const vpTopology *topo);

@@ -46,14 +46,7 @@ gboolean vpRebalanceConfigLoadKeyFile(vpRebalanceConfig *cfg, GKeyFile *kf, cons
                                       GError **error);
 gboolean vpRebalanceConfigValidate(const vpRebalanceConfig *cfg, GError **error);
 
-typedef struct {
-    char *domain;
-    unsigned vcpu;
-    unsigned from; /* Linux CPU numbers */
-    unsigned to;
-    char *reason; /* the trigger, the figures behind it and why this target */
-} vpMove;
-
+/* vpMove is plan.h's: rebalance and admission moves go through one actuator. */
 void vpMoveFree(vpMove *move);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpMove, vpMoveFree)
 

@@ -11,6 +11,9 @@ typedef struct {
     char *name;
     char *group;
     vpSmt smt;
+    vpCoresched coresched;
+    unsigned n;
+    int *pus; /* logical PU per vCPU */
 } vpScoreVM;
 
 struct _vpScore {
@@ -24,7 +27,10 @@ struct _vpScore {
     unsigned untrusted_with_free_core; /* placements sharing a core with strangers (not both
                                           smt=share) while a whole free core stays free */
     double untrusted_sum, stranded_sum;
-    double span_l3_sum, span_numa_sum;
+    double span_l3_sum, span_numa_sum, span_policy_sum;
+    double spread_sharing_sum; /* spread VMs with two vCPUs on one core, summed over ticks */
+    unsigned vcpus_asked, vcpus_placed;
+    unsigned moves, pending_moves, max_moves, admissions_moved;
     unsigned pack_vms, pack_aligned;
     unsigned overcommitted; /* vCPUs placed on a PU another VM already held */
 };
@@ -36,6 +42,7 @@ vmFree(gpointer p)
 
     g_free(vm->name);
     g_free(vm->group);
+    g_free(vm->pus);
     g_free(vm);
 }
 
@@ -68,10 +75,13 @@ vpScoreFree(vpScore *s)
     g_free(s);
 }
 
+/* Siblings run one cookie at a time: VMs of one group trust each other only when they share
+ * a cookie (coresched=group) or have none (off); at coresched=vm each VM has its own. */
 static bool
 trusted(const vpScoreVM *a, const vpScoreVM *b)
 {
-    return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0);
+    return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0 &&
+                      a->coresched == b->coresched && a->coresched != VP_CORESCHED_VM);
 }
 
 /* smt=share VMs accepted any neighbour; a stranger next to anyone else is a breach. */
@@ -152,12 +162,92 @@ stranded(const vpScore *s)
     return n;
 }
 
+static bool
+sharesOwnCore(const vpScore *s, const vpScoreVM *vm)
+{
+    for (unsigned i = 0; i < vm->n; i++) {
+        for (unsigned j = i + 1; j < vm->n; j++) {
+            if (vpTopologyPU(s->topo, vm->pus[i])->core == vpTopologyPU(s->topo, vm->pus[j])->core)
+                return true;
+        }
+    }
+    return false;
+}
+
+static int
+spreadSharing(const vpScore *s)
+{
+    GHashTableIter it;
+    gpointer value;
+    int n = 0;
+
+    g_hash_table_iter_init(&it, s->vms);
+    while (g_hash_table_iter_next(&it, NULL, &value)) {
+        const vpScoreVM *vm = value;
+
+        n += vm->smt == VP_SMT_SPREAD && sharesOwnCore(s, vm);
+    }
+    return n;
+}
+
 static void
 tick(vpScore *s)
 {
     s->events++;
     s->untrusted_sum += vpScoreUntrustedSharedCores(s);
     s->stranded_sum += stranded(s);
+    s->spread_sharing_sum += spreadSharing(s);
+}
+
+/* What a NUMA node offers a policy on an empty host: whole cores for isolate, PUs of whole
+ * cores for pack (siblings held idle count against the node), usable PUs otherwise. */
+static int
+nodeRoom(const vpScore *s, int node, vpSmt smt)
+{
+    const vpGroup *g = vpTopologyGroup(s->topo, VP_LEVEL_NUMA, node);
+    int room = 0;
+
+    for (int i = 0; i < g->ncores; i++) {
+        int usable = vpTopologyCoreUsable(s->topo, g->cores[i]);
+        bool whole = usable == vpTopologyCore(s->topo, g->cores[i])->npus;
+
+        if (smt == VP_SMT_ISOLATE)
+            room += whole;
+        else if (smt == VP_SMT_PACK)
+            room += whole ? usable : 0;
+        else
+            room += usable;
+    }
+    return room;
+}
+
+/* NUMA nodes spanned beyond the fewest that the VM's policy could be met on. */
+static int
+spanPolicyExcess(const vpScore *s, vpSmt smt, const int *pus, unsigned n)
+{
+    int nnodes = vpTopologyNGroups(s->topo, VP_LEVEL_NUMA);
+    g_autofree int *room = g_new0(int, MAX(nnodes, 1));
+    g_autofree bool *seen = g_new0(bool, MAX(nnodes, 1));
+    int spanned = 0, needed = 0, left = (int)n;
+
+    for (int g = 0; g < nnodes; g++)
+        room[g] = nodeRoom(s, g, smt);
+    while (left > 0 && needed < nnodes) {
+        int best = 0;
+
+        for (int g = 1; g < nnodes; g++)
+            best = room[g] > room[best] ? g : best;
+        left -= room[best];
+        room[best] = 0;
+        needed++;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        int g = vpTopologyCore(s->topo, vpTopologyPU(s->topo, pus[i])->core)->group[VP_LEVEL_NUMA];
+
+        spanned += !seen[g];
+        seen[g] = true;
+    }
+    return MAX(spanned - MAX(needed, 1), 0);
 }
 
 /* Groups spanned beyond the fewest that could hold n vCPUs at that level. */
@@ -195,10 +285,12 @@ packAligned(const vpScore *s, const int *pus, unsigned n, unsigned t)
 }
 
 gboolean
-vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsigned guest_threads,
+vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned guest_threads,
               unsigned n, const int *vcpu_cpu, hwloc_const_bitmap_t reserved, double us,
               GError **error)
 {
+    const char *group = policy->group;
+    vpSmt smt = policy->smt;
     g_autofree int *pus = g_new(int, MAX(n, 1));
     g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(int));
     vpScoreVM *vm;
@@ -245,6 +337,9 @@ vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsign
     vm->name = g_strdup(name);
     vm->group = g_strdup(group && *group ? group : NULL);
     vm->smt = smt;
+    vm->coresched = policy->coresched;
+    vm->n = n;
+    vm->pus = g_memdup2(pus, sizeof(int) * MAX(n, 1));
     g_hash_table_insert(s->vms, vm->name, vm);
     for (guint i = 0; i < held->len; i++) {
         const vpCore *core =
@@ -271,12 +366,18 @@ vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsign
 
     s->starts++;
     s->placed++;
+    s->vcpus_asked += n;
+    s->vcpus_placed += n;
+    s->admissions_moved += s->pending_moves > 0;
+    s->max_moves = MAX(s->max_moves, s->pending_moves);
+    s->pending_moves = 0;
     if (!s->refused_once)
         s->admitted_first++;
     /* A free core left over after the placement is one the placer could have used instead. */
     s->untrusted_with_free_core += stranger && wholeFreeCoreExists(s);
     s->span_l3_sum += spanExcess(s, VP_LEVEL_L3, pus, n);
     s->span_numa_sum += spanExcess(s, VP_LEVEL_NUMA, pus, n);
+    s->span_policy_sum += spanPolicyExcess(s, smt, pus, n);
     if (smt == VP_SMT_PACK && vpTopologyMaxSMT(s->topo) > 1 && guest_threads > 1) {
         s->pack_vms++;
         s->pack_aligned += packAligned(s, pus, n, guest_threads);
@@ -286,11 +387,40 @@ vpScorePlaced(vpScore *s, const char *name, const char *group, vpSmt smt, unsign
     return TRUE;
 }
 
+gboolean
+vpScoreMoved(vpScore *s, const char *name, unsigned from, unsigned to, GError **error)
+{
+    vpScoreVM *vm = g_hash_table_lookup(s->vms, name);
+    int pf = vpTopologyPUByOS(s->topo, from), pt = vpTopologyPUByOS(s->topo, to);
+    unsigned v;
+
+    for (v = 0; vm && pf >= 0 && v < vm->n && vm->pus[v] != pf; v++)
+        ;
+    if (!vm || pf < 0 || v == vm->n || s->owner[pf] != vm || (s->more[pf] && s->more[pf]->len)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "move of VM '%s': it runs no vCPU on CPU %u",
+                    name, from);
+        return FALSE;
+    }
+    if (pt < 0 || s->owner[pt] || !vpTopologyPU(s->topo, pt)->usable) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "move of VM '%s': CPU %u is not a free usable CPU", name, to);
+        return FALSE;
+    }
+    s->owner[pf] = NULL;
+    s->owner[pt] = vm;
+    vm->pus[v] = pt;
+    s->moves++;
+    s->pending_moves++;
+    return TRUE;
+}
+
 void
 vpScoreRefused(vpScore *s, unsigned n, double us)
 {
     s->starts++;
     s->refused++;
+    s->vcpus_asked += n;
+    s->pending_moves = 0;
     s->refused_once = true;
     if (freeUsable(s) >= (int)n)
         s->frag_refusals++;
@@ -368,6 +498,14 @@ vpScoreToJson(const vpScore *s)
     addDouble(b, "stranded_free_pus_avg", s->stranded_sum / ev);
     addDouble(b, "l3_span_excess_avg", s->placed ? s->span_l3_sum / s->placed : 0);
     addDouble(b, "numa_span_excess_avg", s->placed ? s->span_numa_sum / s->placed : 0);
+    addDouble(b, "numa_span_policy_excess_avg", s->placed ? s->span_policy_sum / s->placed : 0);
+    addDouble(b, "vcpus_admitted_pct",
+              s->vcpus_asked ? 100.0 * s->vcpus_placed / s->vcpus_asked : 100);
+    addDouble(b, "spread_vms_sharing_core_avg", s->spread_sharing_sum / ev);
+    addInt(b, "moves", s->moves);
+    addInt(b, "admissions_with_moves", s->admissions_moved);
+    addInt(b, "moves_max_per_admission", s->max_moves);
+    addDouble(b, "moves_per_start", s->starts ? (double)s->moves / s->starts : 0);
     addInt(b, "overcommitted_vcpus", s->overcommitted);
     addInt(b, "pack_vms_with_guest_siblings", s->pack_vms);
     addDouble(b, "pack_aligned_pct", s->pack_vms ? 100.0 * s->pack_aligned / s->pack_vms : 100);

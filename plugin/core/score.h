@@ -16,13 +16,18 @@ vpScore *vpScoreNew(const vpTopology *topo);
 void vpScoreFree(vpScore *score);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpScore, vpScoreFree)
 
-/* A placed VM: Linux CPU per vCPU, and the CPUs it holds idle (reserved siblings). Fails on
- * a CPU the topology lacks or one another VM holds (a placer bug worth reporting). */
-gboolean vpScorePlaced(vpScore *score, const char *name, const char *group, vpSmt smt,
+/* A placed VM: its policy (smt, trust group and coresched decide who it trusts), Linux CPU
+ * per vCPU, and the CPUs it holds idle (reserved siblings). Fails on a CPU the topology
+ * lacks or one another VM holds (a placer bug worth reporting). */
+gboolean vpScorePlaced(vpScore *score, const char *name, const vpPolicy *policy,
                        unsigned guest_threads, unsigned nvcpus, const int *vcpu_cpu,
                        hwloc_const_bitmap_t reserved, double decision_us, GError **error);
+/* A running VM's vCPU re-pinned from one Linux CPU to a free one, to make room for the next
+ * placement (counted as that admission's move). */
+gboolean vpScoreMoved(vpScore *score, const char *name, unsigned from, unsigned to, GError **error);
 void vpScoreRefused(vpScore *score, unsigned nvcpus, double decision_us);
 gboolean vpScoreStopped(vpScore *score, const char *name);
-/* Untrusted pairs on one core right now (trust = same non-empty group). */
+/* Untrusted pairs on one core right now (trust = one VM, or one non-empty group whose VMs
+ * share a cookie: coresched group or off, as the placer decides it). */
 int vpScoreUntrustedSharedCores(const vpScore *score);
 JsonNode *vpScoreToJson(const vpScore *score);

@@ -2,7 +2,8 @@
 """The placement comparison: vcpuplace against naive pinning, Nova and kubelet on the same
 seeded traces and topologies, every outcome scored by the one C scorer.
 
-    compare.py --vcpuplace BIN --work DIR --out results.json [--seed N] [--churn N] SOURCE...
+    compare.py --vcpuplace BIN --work DIR --out results.json [--seed N] [--churn N]
+               [--variants mixed,...] [--baselines nova-mixed,...] [--before BIN] SOURCE...
 
 For each topology SOURCE (hwloc XML or synthetic:...):
 - `vcpuplace topology --json` exports the host every baseline places on;
@@ -20,6 +21,12 @@ For each topology SOURCE (hwloc XML or synthetic:...):
 - vCPUs running (averaged over events) are counted here from the outcomes, beside the
   scorer's metrics: the scorer counts VMs, and a placer that refuses one 32-vCPU VM may
   then place several small ones.
+- the mixed trace is also placed without compaction (vcpuplace-mixed-nomoves, simulate
+  --max-moves 0), and with --before BIN by an earlier vcpuplace (vcpuplace-before-mixed),
+  whose placements are scored by this tree's scorer: what the placer fixes and compaction
+  each change, on the same events and the same scorer.
+- --variants and --baselines limit the run (the other seeds need only the mixed trace and
+  nova-mixed).
 
 Must run under the system /usr/bin/python3 (the nova baselines import Debian's python3-nova).
 """
@@ -87,8 +94,9 @@ def simulate_outcome(sim, trace_path, out_path):
             ask = asks[ev["name"]]
             rec = {"op": "start", "name": ev["name"], "vcpus": ask["vcpus"], "smt": ask["smt"],
                    "us": 0}
-            if "group" in ask:
-                rec["group"] = ask["group"]
+            for key in ("group", "coresched"):
+                if key in ask:
+                    rec[key] = ask[key]
             plan = ev.get("plan")
             if plan is None:
                 rec["refused"] = True
@@ -98,6 +106,9 @@ def simulate_outcome(sim, trace_path, out_path):
                     rec["threads"] = threads
                 rec["cpus"] = [v["pu"] for v in sorted(plan["vcpus"], key=lambda v: v["vcpu"])]
                 rec["reserved"] = cpu_list(plan["reserved"])
+                if plan.get("moves"):
+                    rec["moves"] = [{"name": m["domain"], "from": m["from"], "to": m["to"]}
+                                    for m in plan["moves"]]
             out.write(json.dumps(rec) + "\n")
 
 
@@ -106,6 +117,17 @@ def cpu_list(text):
     for part in filter(None, text.split(",")):
         lo, _, hi = part.partition("-")
         out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def refused_by_smt(outcome_path):
+    """Refused starts per smt policy asked, from an outcome file."""
+    out = {}
+    with open(outcome_path, encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec["op"] == "start" and rec.get("refused"):
+                out[rec["smt"]] = out.get(rec["smt"], 0) + 1
     return out
 
 
@@ -180,7 +202,7 @@ def compare_topology(args, source, pool):
     with open(topo_json, encoding="utf-8") as f:
         topo = json.load(f)
     traces, trace_info = {}, None
-    for v in VARIANTS:
+    for v in args.variants:
         traces[v] = os.path.join(work, f"trace-{v}.jsonl")
         cmd = [sys.executable, os.path.join(HERE, "gen_trace.py"), "--topology-json", topo_json,
                "--seed", str(args.seed), "--churn", str(args.churn), traces[v]]
@@ -199,13 +221,25 @@ def compare_topology(args, source, pool):
         timings[placer] = round(time.monotonic() - t0, 2)
         return placer, out
 
-    futures = [pool.submit(baseline, p) for p in BASELINES + ("nova-mixed",)]
+    futures = [pool.submit(baseline, p) for p in args.baselines]
 
-    metrics = {v: {} for v in VARIANTS}
-    running = {v: {} for v in VARIANTS}
+    metrics = {v: {} for v in args.variants}
+    running = {v: {} for v in args.variants}
     shared = {}
     sims = {}
-    for v in VARIANTS:
+    refusals = {}
+    for label, binary, extra in (("vcpuplace-mixed-nomoves", args.vcpuplace, ["--max-moves", "0"]),
+                                 ("vcpuplace-before-mixed", args.before, [])):
+        if not binary or "mixed" not in args.variants:
+            continue
+        sim = json.loads(run([binary, "simulate", "--json", "--topology", source, *extra,
+                              traces["mixed"]]))
+        own = os.path.join(work, f"outcome-{label}.jsonl")
+        simulate_outcome(sim, traces["mixed"], own)
+        metrics["mixed"][label] = score(args.vcpuplace, source, own)
+        running["mixed"][label] = vcpus_running_avg(own)
+        refusals[label] = refused_by_smt(own)
+    for v in args.variants:
         sims[v] = json.loads(run([args.vcpuplace, "simulate", "--json", "--topology", source,
                                   traces[v]]))
         metrics[v][f"vcpuplace-{v}"] = sims[v]["metrics"]
@@ -214,6 +248,8 @@ def compare_topology(args, source, pool):
         running[v][f"vcpuplace-{v}"] = vcpus_running_avg(own)
         if v == "isolate":
             shared[f"vcpuplace-{v}"] = shared_vcpu_placements(own, topo)
+        if v == "mixed":
+            refusals["vcpuplace-mixed"] = refused_by_smt(own)
     rescored = score(args.vcpuplace, source, os.path.join(work, "outcome-vcpuplace-mixed.jsonl"))
     mismatch = {k: (rescored[k], sims["mixed"]["metrics"][k]) for k in rescored
                 if not k.startswith("decision_us") and rescored[k] != sims["mixed"]["metrics"][k]}
@@ -223,11 +259,12 @@ def compare_topology(args, source, pool):
     for placer, out in outcomes.items():
         sizes[placer] = {str(k): median(v) for k, v in sorted(decision_by_size(out).items())}
         shared[placer] = shared_vcpu_placements(out, topo)
+        refusals[placer] = refused_by_smt(out)
         if placer == "nova-mixed":
             metrics["mixed"][placer] = score(args.vcpuplace, source, out)
             running["mixed"][placer] = vcpus_running_avg(out)
             continue
-        for v in VARIANTS:
+        for v in args.variants:
             running[v][placer] = vcpus_running_avg(out)
             labelled = os.path.join(work, f"outcome-{placer}-as-{v}.jsonl")
             relabel(out, traces[v], labelled)
@@ -245,6 +282,7 @@ def compare_topology(args, source, pool):
         "trace": trace_info,
         "metrics": metrics,
         "vcpus_running_avg": running,
+        "mixed_refused_by_smt": refusals,
         "placements_sharing_a_core": shared,
         "baseline_decision_us_median_by_vcpus": sizes,
         "baseline_wall_s": timings,
@@ -261,8 +299,23 @@ def main():
     ap.add_argument("--seed", type=int, default=7451)
     ap.add_argument("--churn", type=int, default=3000)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="comma-separated traces to place (mixed must be among them)")
+    ap.add_argument("--baselines", default=",".join(BASELINES + ("nova-mixed",)),
+                    help="comma-separated baselines to run")
+    ap.add_argument("--before", help="an earlier vcpuplace to place the mixed trace too")
     ap.add_argument("sources", nargs="+")
     args = ap.parse_args()
+    args.variants = tuple(v for v in args.variants.split(",") if v)
+    args.baselines = tuple(b for b in args.baselines.split(",") if b)
+    for v in args.variants:
+        if v not in VARIANTS:
+            ap.error(f"--variants: '{v}' is not one of {', '.join(VARIANTS)}")
+    if "mixed" not in args.variants:
+        ap.error("--variants must include mixed")
+    for b in args.baselines:
+        if b not in BASELINES + ("nova-mixed",):
+            ap.error(f"--baselines: '{b}' is not one of {', '.join(BASELINES)}, nova-mixed")
     os.makedirs(args.work, exist_ok=True)
     result = {"seed": args.seed, "churn": args.churn, "topologies": {}}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

@@ -5,7 +5,10 @@
 
 Sizes 1, 2, 4, 8, 16, 32 vCPUs, small ones most frequent (weights below); smt spread,
 pack, isolate and share mixed; two in five VMs alone, the others in one of six trust groups
-(tenants). Pack VMs declare the guest threads that line up with the host's cores.
+(tenants). Pack VMs declare the guest threads that line up with the host's cores. The VMs of
+tenants t1..t3 ask for one cookie per group (coresched=group: they may share cores); those
+of t4..t6 keep the default, a cookie per VM, so they trust no one but themselves. Which
+tenant asks which is fixed, so the trace's events are those of a trace without coresched.
 
 Two phases. Fill: VMs arrive until their vCPUs exceed the host's PUs by a tenth, so that
 every placer meets its first refusal. Churn: EVENTS events, each a departure of a random
@@ -29,6 +32,7 @@ SIZE_WEIGHTS = (30, 26, 20, 13, 7, 4)
 SMT = ("spread", "pack", "isolate", "share")
 SMT_WEIGHTS = (40, 25, 15, 20)
 GROUPS = tuple(f"t{i}" for i in range(1, 7))
+GROUP_COOKIE = GROUPS[:3]
 ALONE_SHARE = 0.4
 FILL_FACTOR = 1.1
 CHURN_TARGET = 0.95
@@ -68,6 +72,8 @@ def generate(pus, host_smt, seed, churn):
         vm = with_policy(vm, rng.choices(SMT, SMT_WEIGHTS)[0], host_smt)
         if rng.random() >= ALONE_SHARE:
             vm["group"] = rng.choice(GROUPS)
+            if vm["group"] in GROUP_COOKIE:
+                vm["coresched"] = "group"
         running.append(vm)
         events.append(vm)
         load += vm["vcpus"]

@@ -24,7 +24,12 @@ baselines use it.
      stop d          never placed: ignored, no event
    11 events: untrusted 4/11 = 0.364, stranded 12/11 = 1.091; spans 1/6 = 0.167 over 6
    placed; 2 pack VMs, 1 aligned = 50%; 8 decisions 10..80 us: median (index 4) 50,
-   p99 (index 7) 80; 3 admitted before the first refusal (d).
+   p99 (index 7) 80; 3 admitted before the first refusal (d). Policy-aware NUMA span: only
+   g spans a node its policy did not need (a node holds 4 PUs for spread): 1/6 = 0.167.
+   vCPUs: 12 of 15 asked placed = 80%. No spread VM runs two vCPUs on one core; no moves.
+4. Moves and coresched by hand, on the same host: a and b of group g1 with coresched=group
+   trust each other (b beside a is no breach), x of g1 at the default coresched=vm does not;
+   a move of a's vCPU is counted for the admission it is listed with.
 2. vcpuplace's own placements, rewritten as an outcome file, score as simulate scored them.
 3. Bad outcome lines are refused with the line number and the field.
 """
@@ -63,6 +68,13 @@ class HandMade(unittest.TestCase):
             "stranded_free_pus_avg": 1.091,
             "l3_span_excess_avg": 0.167,
             "numa_span_excess_avg": 0.167,
+            "numa_span_policy_excess_avg": 0.167,
+            "vcpus_admitted_pct": 80.0,
+            "spread_vms_sharing_core_avg": 0.0,
+            "moves": 0,
+            "admissions_with_moves": 0,
+            "moves_max_per_admission": 0,
+            "moves_per_start": 0.0,
             "overcommitted_vcpus": 0,
             "pack_vms_with_guest_siblings": 2,
             "pack_aligned_pct": 50.0,
@@ -76,6 +88,50 @@ class HandMade(unittest.TestCase):
         self.assertEqual(res.returncode, 0, res.stderr)
         self.assertRegex(res.stdout, r"(?m)^  fragmentation_refusals +1$")
         self.assertRegex(res.stdout, r"(?m)^  pack_aligned_pct +50$")
+
+
+class MovesAndCookies(unittest.TestCase):
+    EVENTS = (
+        '{"op":"start","name":"a","vcpus":2,"smt":"spread","group":"g1","coresched":"group",'
+        '"cpus":[0,2],"us":1}',
+        # b beside a on C0: same group and one cookie, no breach (a free core exists)
+        '{"op":"start","name":"b","vcpus":1,"smt":"spread","group":"g1","coresched":"group",'
+        '"cpus":[1],"us":1}',
+        # x of g1 but with its own cookie beside a on C1: a breach while C2 and C3 are free
+        '{"op":"start","name":"x","vcpus":1,"smt":"spread","group":"g1","cpus":[3],"us":1}',
+        '{"op":"stop","name":"x"}',
+        # a's vCPU moves from CPU 2 to its sibling 3 before i starts: the scorer counts the
+        # move for i's admission (whether a move was legal is the placer's and props' business)
+        '{"op":"start","name":"i","vcpus":1,"smt":"isolate","cpus":[4],"reserved":[5],'
+        '"moves":[{"name":"a","from":2,"to":3}],"us":1}',
+    )
+
+    def test_moves_and_coresched(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "moves.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(self.EVENTS) + "\n")
+            res = vcpuplace("score", "--json", "--topology", TINY, path)
+            self.assertEqual(res.returncode, 0, res.stderr)
+            m = json.loads(res.stdout)["metrics"]
+        self.assertEqual(m["untrusted_shares_while_free_core"], 1)
+        self.assertEqual(m["moves"], 1)
+        self.assertEqual(m["admissions_with_moves"], 1)
+        self.assertEqual(m["moves_max_per_admission"], 1)
+        self.assertEqual(m["moves_per_start"], 0.25)
+        # after the move a runs 3 (C1) alone and 0 on C0: no spread VM shares its own core
+        self.assertEqual(m["spread_vms_sharing_core_avg"], 0.0)
+
+    def test_bad_move(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bad.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(self.EVENTS[0] + "\n" + '{"op":"start","name":"i","vcpus":1,'
+                        '"smt":"isolate","cpus":[4],"moves":[{"name":"a","from":1,"to":3}],'
+                        '"us":1}\n')
+            res = vcpuplace("score", "--topology", TINY, path)
+            self.assertEqual(res.returncode, 1, res.stdout)
+            self.assertIn("move of VM 'a': it runs no vCPU on CPU 1", res.stderr)
 
 
 class SameAsSimulate(unittest.TestCase):

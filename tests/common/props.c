@@ -164,3 +164,91 @@ vpCheckPlan(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req
     return checkNoDoubleBooking(topo, ledger, plan, error) &&
            checkSiblings(topo, ledger, plan, error) && checkPack(topo, plan, error);
 }
+
+static bool
+moveTrusted(const vpPlan *moved, const vpPlan *holder)
+{
+    return trusted(moved, holder) ||
+           (moved->policy.smt == VP_SMT_SHARE && holder->policy.smt == VP_SMT_SHARE);
+}
+
+/* Holders after the moves so far, by logical PU. */
+static const vpPlan **
+holdersOf(const vpTopology *topo, const vpLedger *ledger)
+{
+    const vpPlan **holder = g_new0(const vpPlan *, vpTopologyNPUs(topo));
+
+    for (int pu = 0; pu < vpTopologyNPUs(topo); pu++) {
+        vpOwner o = vpLedgerOwner(ledger, pu);
+
+        holder[pu] = o.domain ? vpLedgerLookup(ledger, o.domain) : NULL;
+    }
+    return holder;
+}
+
+static gboolean
+checkMove(const vpTopology *topo, const vpLedger *ledger, const vpMove *m, const vpPlan **holder,
+          GHashTable *pins, GError **error)
+{
+    const vpPlan *d = vpLedgerLookup(ledger, m->domain);
+    int from = vpTopologyPUByOS(topo, m->from), to = vpTopologyPUByOS(topo, m->to);
+    g_autoptr(vpBitmap) memory = NULL;
+    int *pin;
+    const vpCore *core;
+
+    if (!d)
+        return fail(error, "move of '%s': no such domain in the ledger", m->domain);
+    if (d->how != VP_HOW_PLACED || d->policy.rebalance == VP_REBALANCE_OFF)
+        return fail(error, "move of '%s': a domain with %s or how=%s may not be moved", m->domain,
+                    d->policy.rebalance == VP_REBALANCE_OFF ? "rebalance=off" : "its own pins",
+                    vpHowName(d->how));
+    if (!(pin = g_hash_table_lookup(pins, d->domain))) {
+        pin = g_memdup2(d->vcpu_pu, sizeof(int) * d->nvcpus);
+        g_hash_table_insert(pins, d->domain, pin);
+    }
+    if (m->vcpu >= d->nvcpus || pin[m->vcpu] != (int)m->from || from < 0 || holder[from] != d)
+        return fail(error, "move of '%s' vcpu %u: it is not on CPU %u", m->domain, m->vcpu,
+                    m->from);
+    if (to < 0 || holder[to] || !vpTopologyPU(topo, to)->usable)
+        return fail(error, "move of '%s' vcpu %u: CPU %u is not a free usable CPU", m->domain,
+                    m->vcpu, m->to);
+    core = vpTopologyCore(topo, vpTopologyPU(topo, to)->core);
+    memory = vpPlanMemoryNodes(d, topo);
+    if (!hwloc_bitmap_isset(memory,
+                            vpTopologyGroup(topo, VP_LEVEL_NUMA, core->group[VP_LEVEL_NUMA])->os))
+        return fail(error, "move of '%s' vcpu %u: CPU %u is off its memory nodes", m->domain,
+                    m->vcpu, m->to);
+    for (int i = 0; i < core->npus; i++) {
+        const vpPlan *h = holder[core->pus[i]];
+
+        if (h && !moveTrusted(d, h))
+            return fail(error, "move of '%s' vcpu %u: CPU %u is a sibling of stranger '%s'",
+                        m->domain, m->vcpu, m->to, h->domain);
+    }
+    holder[from] = NULL;
+    holder[to] = d;
+    pin[m->vcpu] = (int)m->to;
+    return TRUE;
+}
+
+gboolean
+vpCheckMoves(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, unsigned max_moves,
+             GError **error)
+{
+    g_autofree const vpPlan **holder = NULL;
+    g_autoptr(GHashTable) pins = NULL;
+
+    if (plan->nmoves > max_moves)
+        return fail(error, "plan makes %u moves, at most %u allowed", plan->nmoves, max_moves);
+    if (!plan->nmoves)
+        return TRUE;
+    holder = holdersOf(topo, ledger);
+    pins = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    for (unsigned i = 0; i < plan->nmoves; i++) {
+        if (strcmp(plan->moves[i].domain, plan->domain) == 0)
+            return fail(error, "plan of '%s' moves its own vCPUs", plan->domain);
+        if (!checkMove(topo, ledger, &plan->moves[i], holder, pins, error))
+            return FALSE;
+    }
+    return TRUE;
+}

@@ -2,7 +2,11 @@
  * Properties every plan must have, checked on every golden and simulate case:
  * no PU given twice; isolate, pack and spread never put two trust groups on one core's
  * siblings while a whole free core stays free; pack puts guest sibling threads on host
- * sibling PUs; plans stay inside the allowed, online, non-housekeeping PUs.
+ * sibling PUs; plans stay inside the allowed, online, non-housekeeping PUs. A plan's moves
+ * of running vCPUs: at most max_moves; only domains placed by vcpuplace with rebalance=auto;
+ * each from the vCPU's PU to a free usable PU, never onto a core with a stranger's vCPU
+ * (trust: one domain, one trust group, or two share domains, which accept any neighbour),
+ * never off the moved domain's memory nodes.
  */
 #pragma once
 
@@ -12,3 +16,6 @@
 /* ledger: what was held before the plan (the plan is not in it yet). */
 gboolean vpCheckPlan(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
                      const vpPlan *plan, GError **error);
+/* ledger: before the moves; the caller then applies them and checks the plan itself. */
+gboolean vpCheckMoves(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan,
+                      unsigned max_moves, GError **error);

@@ -1,8 +1,10 @@
 /*
  * Golden placements, in the manner of libvirt's qemuxml2argv tests: each directory under
- * cases/ holds case.ini (topology and host sets), an optional prefill.jsonl trace that fills
- * the ledger first, domain.xml, and expected.json (the plan, or the refusal text). The plan
- * must equal the reviewed file and pass the properties of tests/common/props.h.
+ * cases/ holds case.ini (topology and host sets, max-moves: the compaction budget, 2 unless
+ * given), an optional prefill.jsonl trace that fills the ledger first (placer alone),
+ * domain.xml, and expected.json (the plan with its moves, or the refusal text). The plan
+ * must equal the reviewed file, and its moves and then the plan (on the ledger after the
+ * moves) pass the properties of tests/common/props.h.
  *
  *   golden synthetic     cases whose topology the project writes itself
  *   golden shared        cases on ../shared/topologies (exit 77 = skipped when absent)
@@ -12,6 +14,7 @@
  *   VP_REGENERATE=1      rewrite expected.json from the current placer, to review as a diff
  */
 #include "cli/trace.h"
+#include "core/compact.h"
 #include "core/placer.h"
 #include "host/hwtopo.h"
 #include "libvirt/domxml.h"
@@ -92,6 +95,16 @@ prefill(const vpTopology *topo, vpLedger *ledger, const char *path)
     vpPolicyClear(&defaults);
 }
 
+/* The properties of a plan with moves: the moves against the ledger before them, then the
+ * plan against the ledger after them (which this leaves applied). */
+static gboolean
+checkElastic(const vpTopology *topo, vpLedger *ledger, const vpRequest *req, const vpPlan *plan,
+             unsigned max_moves, GError **error)
+{
+    return vpCheckMoves(topo, ledger, plan, max_moves, error) &&
+           vpCompactApply(ledger, plan, error) && vpCheckPlan(topo, ledger, req, plan, error);
+}
+
 static JsonNode *
 refusalJson(const GError *error)
 {
@@ -120,9 +133,13 @@ START_TEST(test_case)
     g_autoptr(vpPlan) plan = NULL;
     g_autoptr(JsonNode) out = NULL;
     vpPolicy defaults;
+    vpCompactConfig cfg;
 
     ck_assert_msg(g_key_file_load_from_file(kf, ini, G_KEY_FILE_NONE, &error), "%s: %s", ini,
                   error ? error->message : "");
+    vpCompactConfigInit(&cfg);
+    if (g_key_file_has_key(kf, "case", "max-moves", NULL))
+        cfg.max_moves = g_key_file_get_integer(kf, "case", "max-moves", NULL);
     topo = loadTopology(kf, &error);
     ck_assert_msg(topo, "%s: %s", name, error ? error->message : "no topology");
     ledger = vpLedgerNew(topo);
@@ -133,9 +150,10 @@ START_TEST(test_case)
     vpPolicyClear(&defaults);
     ck_assert_msg(req, "%s: %s", name, error ? error->message : "");
 
-    plan = vpPlace(topo, ledger, req, &error);
+    plan = vpPlaceCompact(topo, ledger, req, &cfg, &error);
     if (plan) {
-        ck_assert_msg(vpCheckPlan(topo, ledger, req, plan, &error), "%s: %s", name, error->message);
+        ck_assert_msg(checkElastic(topo, ledger, req, plan, cfg.max_moves, &error), "%s: %s", name,
+                      error->message);
         out = vpPlanToJson(plan, topo);
     } else {
         ck_assert_msg(g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED), "%s: %s", name,
@@ -162,8 +180,9 @@ START_TEST(test_trace)
     g_autofree char *data = NULL;
     g_auto(GStrv) lines = NULL;
     g_autofree char *src = NULL;
-    unsigned placed = 0, refused = 0;
+    unsigned placed = 0, refused = 0, moves = 0;
     vpPolicy defaults;
+    vpCompactConfig cfg;
 
     ck_assert_msg(g_key_file_load_from_file(kf, ini, G_KEY_FILE_NONE, &error), "%s: %s", ini,
                   error ? error->message : "");
@@ -175,6 +194,7 @@ START_TEST(test_trace)
     ck_assert(g_file_get_contents(path, &data, NULL, NULL));
     lines = g_strsplit(data, "\n", -1);
     vpPolicyInitDefaults(&defaults);
+    vpCompactConfigInit(&cfg);
     for (int i = 0; lines[i]; i++) {
         g_autoptr(vpPlan) plan = NULL;
         vpTraceEvent ev;
@@ -185,9 +205,10 @@ START_TEST(test_trace)
                       error->message);
         if (ev.op == VP_TRACE_STOP) {
             vpLedgerRemove(ledger, ev.name);
-        } else if ((plan = vpPlace(topo, ledger, ev.req, &error))) {
-            ck_assert_msg(vpCheckPlan(topo, ledger, ev.req, plan, &error), "%s:%d: %s", name, i + 1,
-                          error->message);
+        } else if ((plan = vpPlaceCompact(topo, ledger, ev.req, &cfg, &error))) {
+            ck_assert_msg(checkElastic(topo, ledger, ev.req, plan, cfg.max_moves, &error),
+                          "%s:%d: %s", name, i + 1, error->message);
+            moves += plan->nmoves;
             ck_assert_msg(vpLedgerAdd(ledger, plan, &error), "%s:%d: %s", name, i + 1,
                           error->message);
             placed++;
@@ -203,7 +224,8 @@ START_TEST(test_trace)
     }
     vpPolicyClear(&defaults);
     ck_assert_uint_gt(placed, 0);
-    printf("%s: %u placed, %u refused, every plan checked\n", name, placed, refused);
+    printf("%s: %u placed, %u refused, %u moves, every plan and move checked\n", name, placed,
+           refused, moves);
 }
 END_TEST
 

@@ -305,6 +305,64 @@ START_TEST(test_format)
 }
 END_TEST
 
+/* Moves: written only when there are any, read back exactly, refused when malformed, shown
+ * in the text form; memory nodes are the nodes of the vCPUs' CPUs. */
+START_TEST(test_moves)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpPlan) plan = testPlan();
+    g_autoptr(vpPlan) back = NULL;
+    g_autoptr(vpPlan) copy = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpBitmap) nodes = vpPlanMemoryNodes(plan, topo);
+    g_autofree char *text = NULL;
+    g_autofree char *again = NULL;
+    g_autofree char *shown = NULL;
+    static const char moves[] = ",\"moves\":[{\"domain\":\"db\",\"vcpu\":1,\"from\":3,"
+                                "\"to\":11,\"reason\":\"makes room\"}]}";
+
+    ck_assert_int_eq(hwloc_bitmap_weight(nodes), 2);
+    ck_assert(hwloc_bitmap_isset(nodes, 0) && hwloc_bitmap_isset(nodes, 1));
+    vpPlanAddMove(plan, "db", 1, 3, 11, "makes room");
+    text = toText(plan, topo);
+    ck_assert_str_eq(text + strlen(expected_json) - 1, moves);
+    back = fromText(text, &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    ck_assert_uint_eq(back->nmoves, 1);
+    ck_assert_str_eq(back->moves[0].domain, "db");
+    ck_assert_uint_eq(back->moves[0].to, 11);
+    again = toText(back, topo);
+    ck_assert_str_eq(again, text);
+    copy = vpPlanCopy(back);
+    ck_assert_str_eq(copy->moves[0].reason, "makes room");
+    shown = vpPlanFormat(copy, topo);
+    ck_assert_ptr_nonnull(strstr(shown, "  moves first:\n    domain db vcpu 1: cpu 3 -> cpu 11 "
+                                        "(makes room)\n"));
+
+    static const struct {
+        const char *from, *to, *message;
+    } cases[] = {
+        {"\"to\":11", "\"to\":3",
+         "plan of domain 'web': moves[0].from=3 equals to: a move must change the CPU"},
+        {"\"to\":11", "\"to\":-1",
+         "plan of domain 'web': moves[0].to=-1, expected an integer in 0..65535"},
+        {",\"reason\":\"makes room\"", "", "plan of domain 'web': moves[0].reason is missing"},
+        {"\"domain\":\"db\"", "\"domain\":\"\"", "plan of domain 'web': moves[0].domain is empty"},
+        {"\"vcpu\":1,\"from\"", "\"cpu\":1,\"from\"",
+         "plan of domain 'web': unknown key 'cpu' in moves[0]"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_auto(GStrv) parts = g_strsplit(text, cases[i].from, 2);
+        g_autofree char *bad_text = g_strjoin(cases[i].to, parts[0], parts[1], NULL);
+        g_autoptr(GError) e = NULL;
+        g_autoptr(vpPlan) p = fromText(bad_text, &e);
+
+        ck_assert_msg(!p, "case %zu accepted", i);
+        ck_assert_str_eq(e->message, cases[i].message);
+    }
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -320,6 +378,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_bad_shape);
     tcase_add_test(tc, test_empty_vcpus);
     tcase_add_test(tc, test_format);
+    tcase_add_test(tc, test_moves);
     suite_add_tcase(s, tc);
     return s;
 }

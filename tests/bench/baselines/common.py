@@ -59,7 +59,7 @@ def read_trace(path):
 def _start_record(ev):
     rec = {"op": "start", "name": ev["name"], "vcpus": ev["vcpus"],
            "smt": ev.get("smt", "spread")}
-    for key in ("group", "threads"):
+    for key in ("group", "coresched", "threads"):
         if key in ev:
             rec[key] = ev[key]
     return rec
