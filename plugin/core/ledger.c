@@ -8,8 +8,12 @@
  */
 #include "ledger.h"
 
+#include "proto/jsonparse.h"
+
 #include <errno.h>
-#include <glib/gstdio.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string.h>
 
 #define VP_LEDGER_VERSION 1
@@ -531,46 +535,83 @@ vpLedgerSave(const vpLedger *ledger, const char *path, GError **error)
     return TRUE;
 }
 
+/* Reads path into *data: a regular file of at most VP_LEDGER_MAX_BYTES, opened without
+ * blocking (a FIFO) and read with that limit (st_size says 0 for /dev/zero and /proc).
+ * A missing file is not an error: TRUE with *data NULL. */
+static gboolean
+vpLedgerReadFile(const char *path, char **data, gsize *len, GError **error)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return TRUE;
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(errno));
+        return FALSE;
+    }
+    struct stat st;
+    g_autoptr(GString) buf = NULL;
+    gboolean ok = FALSE;
+    if (fstat(fd, &st) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s is not a regular file", path);
+        goto out;
+    }
+    buf = g_string_sized_new(MIN(st.st_size, VP_LEDGER_MAX_BYTES) + 1);
+    for (;;) {
+        char chunk[65536];
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        if (buf->len + n > VP_LEDGER_MAX_BYTES) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "ledger %s: more than a ledger can be (%d bytes)", path,
+                        VP_LEDGER_MAX_BYTES);
+            goto out;
+        }
+        g_string_append_len(buf, chunk, n);
+    }
+    *len = buf->len;
+    *data = g_string_free(g_steal_pointer(&buf), FALSE);
+    ok = TRUE;
+out:
+    close(fd);
+    return ok;
+}
+
 vpLedger *
 vpLedgerLoad(const vpTopology *topo, const char *path, GError **error)
 {
-    g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) local = NULL;
     g_autofree char *data = NULL;
     vpLedger *ledger;
-    GStatBuf st;
-    gsize len;
+    gsize len = 0;
 
-    if (g_stat(path, &st) < 0) {
-        int err = errno;
-
-        if (err == ENOENT)
-            return vpLedgerNew(topo);
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(err));
+    if (!vpLedgerReadFile(path, &data, &len, error))
         return NULL;
-    }
-    if (st.st_size > VP_LEDGER_MAX_BYTES) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "ledger %s: %lld bytes is more than a ledger can be (%d)", path,
-                    (long long)st.st_size, VP_LEDGER_MAX_BYTES);
-        return NULL;
-    }
-    if (!g_file_get_contents(path, &data, &len, &local)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, local->message);
-        return NULL;
-    }
-    if (!json_parser_load_from_data(parser, data, len, &local)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s is corrupt: %s", path,
-                    local->message);
-        return NULL;
-    }
-    if (!json_parser_get_root(parser)) {
+    if (!data)
+        return vpLedgerNew(topo);
+    if (len == 0 || strspn(data, " \t\r\n") == len) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "ledger %s is empty (truncated?); remove it to start from an empty ledger",
                     path);
         return NULL;
     }
-    if (!(ledger = vpLedgerFromJson(topo, json_parser_get_root(parser), &local))) {
+    g_autoptr(JsonNode) root = vpJsonParse(data, len, &local);
+    if (!root) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s is corrupt: %s", path,
+                    local->message);
+        return NULL;
+    }
+    if (!(ledger = vpLedgerFromJson(topo, root, &local))) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s: %s", path, local->message);
         return NULL;
     }

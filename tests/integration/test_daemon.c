@@ -602,7 +602,7 @@ START_TEST(test_socket_bad_input)
     ck_assert_msg(strstr(lines[2], "unknown operation 'nope'"), "%s", lines[2]);
     ck_assert_msg(strstr(lines[3], "member 'name' is not a string"), "%s", lines[3]);
     ck_assert_msg(strstr(lines[4], "member 'xml' is missing"), "%s", lines[4]);
-    ck_assert_msg(strstr(lines[5], "more after its JSON object"), "%s", lines[5]);
+    ck_assert_msg(strstr(lines[5], "more after its JSON value"), "%s", lines[5]);
     ck_assert_msg(strstr(lines[6], "\"ok\":true"), "%s", lines[6]);
     g_clear_pointer(&out, g_free);
 
