@@ -62,6 +62,16 @@ vpProtoDecodeObject(const char *line, gsize len, GError **error)
     return obj;
 }
 
+gboolean
+vpProtoIsHookOp(const char *op)
+{
+    static const char *const hook_ops[] = {"reserve", "started", "release", "reconnect"};
+    for (gsize i = 0; i < G_N_ELEMENTS(hook_ops); i++)
+        if (strcmp(op, hook_ops[i]) == 0)
+            return TRUE;
+    return FALSE;
+}
+
 JsonNode *
 vpProtoReplyOk(JsonObject **object)
 {
