@@ -27,6 +27,8 @@
 #define VP_RESERVE_GRACE_US (120 * G_USEC_PER_SEC)
 /* Failed pinning is retried this often, then reported as failed. */
 static const guint retryDelayMs[] = {200, 1000, 3000};
+/* How often reservations are checked for expiry. */
+#define VP_EXPIRE_PERIOD_MS 1000
 /* Coalesces ledger writes; libvirt's truth covers what a crash in this window loses. */
 #define VP_SAVE_DELAY_MS 20
 /* A domain the hook reserved is pinned once the hook says "started": pinning takes the
@@ -55,6 +57,8 @@ struct _vpDaemon {
     gboolean full_sync;
     guint work_id;
     guint save_id;
+    guint expire_id;
+    gint64 reserve_ttl_us;
     GArray *listeners;
     vpBalance *balance;
     vpCookies *cookies;
@@ -203,6 +207,26 @@ static void
 release(vpDaemon *d, const char *name)
 {
     released(d, name, releaseRecord(d, name));
+}
+
+/* Main loop: a reservation whose start never came holds its CPUs only until it expires,
+ * not until the next full sync (which may never come while libvirt stays connected). */
+static gboolean
+expireTimeout(gpointer data)
+{
+    vpDaemon *d = data;
+    g_autoptr(GPtrArray) gone = vpManagerExpire(d->mgr, d->reserve_ttl_us);
+    for (guint i = 0; i < gone->len; i++)
+        released(d, gone->pdata[i], TRUE);
+    if (gone->len)
+        scheduleSave(d);
+    return G_SOURCE_CONTINUE;
+}
+
+void
+vpDaemonSetReserveTTL(vpDaemon *d, gint64 ttl_us)
+{
+    d->reserve_ttl_us = ttl_us;
 }
 
 /* ---- libvirt work ---------------------------------------------------------------- */
@@ -727,8 +751,12 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     JsonNode *reply = NULL;
     if (!getDomainXML(d, req, &name, &xml, &reply, error))
         return reply;
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    gboolean running = rec && rec->running;
     const vpPlan *plan = vpManagerReserve(d->mgr, name, xml, strlen(xml), error);
-    setAfter(after, d, NULL);
+    /* Refused as running: if libvirt no longer runs it (a release never came), the sync
+     * releases the stale record and the next start goes through. */
+    setAfter(after, d, running ? name : NULL)->sync = running;
     if (!plan) {
         vpLogDomain(G_LOG_LEVEL_WARNING, name, "start refused: %s", (*error)->message);
         return NULL;
@@ -1017,6 +1045,8 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     d->attempts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->timers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->listeners = g_array_new(FALSE, FALSE, sizeof(vpListener));
+    d->reserve_ttl_us = VP_RESERVE_GRACE_US;
+    d->expire_id = g_timeout_add(VP_EXPIRE_PERIOD_MS, expireTimeout, d);
     d->srv = vpServerNew(d->cfg->socket, handle, d, error);
     if (!d->srv) {
         vpDaemonFree(d);
@@ -1064,6 +1094,8 @@ vpDaemonFree(vpDaemon *d)
         g_source_remove(d->work_id);
     if (d->save_id)
         g_source_remove(d->save_id);
+    if (d->expire_id)
+        g_source_remove(d->expire_id);
     GHashTableIter it;
     gpointer id;
     g_hash_table_iter_init(&it, d->timers);

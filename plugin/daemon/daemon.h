@@ -36,6 +36,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpDaemon, vpDaemonFree)
 
 /* Connects to libvirt (retrying in the background) and begins serving. */
 void vpDaemonStart(vpDaemon *d);
+/* How long a reservation waits for its start before it expires (120 s; tests shorten
+ * it). */
+void vpDaemonSetReserveTTL(vpDaemon *d, gint64 ttl_us);
 /* Writes the ledger now if it changed. */
 gboolean vpDaemonFlush(vpDaemon *d, GError **error);
 

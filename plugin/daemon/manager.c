@@ -254,6 +254,14 @@ record(vpManager *m, const vpPlan *plan, vpDomState state, GError **error)
 const vpPlan *
 vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GError **error)
 {
+    const vpDomRecord *old = vpManagerRecord(m, name);
+    if (old && old->running) {
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "domain '%s' is running (%s) as libvirt last showed it; libvirt prepares "
+                    "only a domain that is not running",
+                    name, vpDomStateName(old->state));
+        return NULL;
+    }
     g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, error);
     if (!req)
         return NULL;
@@ -264,7 +272,29 @@ vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GEr
         return NULL;
     if (!record(m, plan, plan->how == VP_HOW_PINNED ? VP_DOM_PINNED : VP_DOM_RESERVED, error))
         return NULL;
+    vpDomRecord *rec = g_hash_table_lookup(m->records, name);
+    rec->awaiting = TRUE;
     return vpManagerPlan(m, name);
+}
+
+GPtrArray *
+vpManagerExpire(vpManager *m, gint64 ttl_us)
+{
+    gint64 now = g_get_monotonic_time();
+    g_autoptr(GPtrArray) names = vpManagerNames(m);
+    GPtrArray *expired = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < names->len; i++) {
+        const vpDomRecord *rec = vpManagerRecord(m, names->pdata[i]);
+        if (rec->awaiting && now - rec->since >= ttl_us)
+            g_ptr_array_add(expired, g_strdup(names->pdata[i]));
+    }
+    for (guint i = 0; i < expired->len; i++) {
+        vpLogDomain(G_LOG_LEVEL_INFO, expired->pdata[i],
+                    "reservation expired: no start within %" G_GINT64_FORMAT " s",
+                    ttl_us / G_USEC_PER_SEC);
+        vpManagerRelease(m, expired->pdata[i]);
+    }
+    return expired;
 }
 
 vpPlan *
@@ -349,9 +379,10 @@ syncPinned(vpManager *m, const char *name, const vpRequest *req, GError **error)
     return VP_SYNC_NOTHING;
 }
 
-vpSyncAction
-vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
-              GError **error)
+/* What vpManagerSync() records, before it is marked running. */
+static vpSyncAction
+syncRunning(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
+            GError **error)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, &err);
@@ -395,6 +426,19 @@ vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const 
     if (!record(m, fresh, VP_DOM_APPLYING, error))
         return VP_SYNC_NOTHING;
     return VP_SYNC_APPLY;
+}
+
+vpSyncAction
+vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
+              GError **error)
+{
+    vpSyncAction action = syncRunning(m, name, xml, len, live, error);
+    vpDomRecord *rec = g_hash_table_lookup(m->records, name);
+    if (rec) {
+        rec->running = TRUE;
+        rec->awaiting = FALSE;
+    }
+    return action;
 }
 
 void

@@ -579,6 +579,74 @@ START_TEST(test_restart_reconciles)
 }
 END_TEST
 
+/* A reservation whose start never comes once stayed until the next full sync (144 s later
+ * it still refused a real start); it now expires on its own timer. A reserve of a domain
+ * libvirt runs, and a release of "run-a\u0000x", once freed or re-placed run-a's CPUs. */
+START_TEST(test_reservations_bounded)
+{
+    writeConfig("test:///default", DEFAULT_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+    virConnectPtr conn = vpDaemonLibvirt(d);
+    vpManager *m = vpDaemonManager(d);
+    vpDaemonSetReserveTTL(d, 300 * 1000);
+
+    g_autofree char *ghost = domainXML("ghost", 2, NULL, NULL);
+    ck_assert_int_eq(hook("ghost", "prepare", "begin", ghost, NULL), 0);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "ghost")->state), "reserved");
+    gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    while (vpManagerRecord(m, "ghost") && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, TRUE);
+    ck_assert_msg(!vpManagerRecord(m, "ghost"), "the ghost reservation did not expire");
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(m)), 1); /* test:///default's "test" */
+
+    vpDaemonSetReserveTTL(d, 120 * G_USEC_PER_SEC);
+    g_autofree char *xml = domainXML("run-a", 2, NULL, NULL);
+    virDomainPtr dom = define(conn, xml);
+    ck_assert_int_eq(hook("run-a", "prepare", "begin", xml, NULL), 0);
+    ck_assert_int_eq(virDomainCreate(dom), 0);
+    ck_assert_int_eq(hook("run-a", "started", "begin", xml, NULL), 0);
+    waitIdle(d);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "run-a")->state), "applied");
+    hwloc_bitmap_t before = vpPlanHeld(vpManagerPlan(m, "run-a"));
+
+    g_autofree char *sock = g_build_filename(tmpdir, "sock", NULL);
+    const char *argv[] = {VP_SOCKCLIENT, sock, NULL};
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "op");
+    json_builder_add_string_value(b, "reserve");
+    json_builder_set_member_name(b, "name");
+    json_builder_add_string_value(b, "run-a");
+    json_builder_set_member_name(b, "xml");
+    json_builder_add_string_value(b, xml);
+    json_builder_end_object(b);
+    g_autoptr(JsonNode) req = json_builder_get_root(b);
+    g_autofree char *line = vpProtoEncode(req, NULL);
+    g_autofree char *input =
+        g_strconcat(line, "{\"op\":\"release\",\"name\":\"run-a\\u0000x\"}\n", NULL);
+    g_autofree char *out = NULL;
+    ck_assert_int_eq(run(argv, input, &out, NULL), 0);
+    g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+    ck_assert_msg(strstr(lines[0], "\"ok\":false") && strstr(lines[0], "is running (applied)") &&
+                      strstr(lines[0], "\"refused\":true"),
+                  "%s", lines[0]);
+    ck_assert_msg(lines[1] && strstr(lines[1], "(NUL) in a string"), "%s", out);
+    waitIdle(d);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "run-a")->state), "applied");
+    hwloc_bitmap_t after = vpPlanHeld(vpManagerPlan(m, "run-a"));
+    ck_assert(hwloc_bitmap_isequal(before, after));
+    checkInvariants(d);
+
+    ck_assert_int_eq(virDomainDestroy(dom), 0);
+    ck_assert_int_eq(hook("run-a", "release", "end", xml, NULL), 0);
+    waitIdle(d);
+    ck_assert_ptr_null(vpManagerRecord(m, "run-a"));
+    hwloc_bitmap_free(before);
+    hwloc_bitmap_free(after);
+    virDomainFree(dom);
+}
+END_TEST
+
 /* Bad peers and bad messages get an error reply; the daemon goes on serving. */
 START_TEST(test_socket_bad_input)
 {
@@ -800,6 +868,7 @@ suite(void)
     tcase_add_checked_fixture(tc, setupTmp, teardownTmp);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_config_errors);
+    tcase_add_test(tc, test_reservations_bounded);
     tcase_add_test(tc, test_vcpu_threads);
     tcase_add_test(tc, test_start_stop_placed_released);
     tcase_add_test(tc, test_hook_reserve_then_start);
