@@ -79,6 +79,77 @@ vpDomXMLOnResolveEntity(void *ctx, const xmlChar *public_id, const xmlChar *syst
     return NULL;
 }
 
+/* Where the construct opened at xml[i] ends (after close), or len when it does not. */
+static gsize
+vpDomXMLSkipTo(const char *xml, gsize len, gsize i, const char *close, guint *line)
+{
+    gsize n = strlen(close);
+    for (; i + n <= len; i++) {
+        if (xml[i] == '\n')
+            (*line)++;
+        else if (memcmp(xml + i, close, n) == 0)
+            return i + n;
+    }
+    return len;
+}
+
+/* Counts nodes, and attributes per element, lexically (quoted values skipped), and
+ * refuses a document past VP_DOMXML_MAX_NODES or VP_DOMXML_MAX_ATTRS. Malformed markup is
+ * left for libxml2 to report. */
+static gboolean
+vpDomXMLPrescan(const char *what, const char *xml, gsize len, GError **error)
+{
+    guint line = 1, nodes = 0;
+    for (gsize i = 0; i < len;) {
+        char ch = xml[i];
+        if (ch == '\n')
+            line++;
+        if (ch != '<') {
+            i++;
+            continue;
+        }
+        guint at = line;
+        if (len - i >= 2 && xml[i + 1] == '/') {
+            i = vpDomXMLSkipTo(xml, len, i + 2, ">", &line);
+            continue;
+        }
+        if (++nodes > VP_DOMXML_MAX_NODES) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%s: line %u: more than %d elements, comments and other nodes", what, at,
+                        VP_DOMXML_MAX_NODES);
+            return FALSE;
+        }
+        if (len - i >= 4 && memcmp(xml + i, "<!--", 4) == 0)
+            i = vpDomXMLSkipTo(xml, len, i + 4, "-->", &line);
+        else if (len - i >= 9 && memcmp(xml + i, "<![CDATA[", 9) == 0)
+            i = vpDomXMLSkipTo(xml, len, i + 9, "]]>", &line);
+        else if (len - i >= 2 && xml[i + 1] == '?')
+            i = vpDomXMLSkipTo(xml, len, i + 2, "?>", &line);
+        else {
+            guint attrs = 0;
+            char quote = 0;
+            gsize start = ++i;
+            for (; i < len && (quote || xml[i] != '>'); i++) {
+                if (xml[i] == '\n')
+                    line++;
+                if (quote) {
+                    if (xml[i] == quote)
+                        quote = 0;
+                } else if (xml[i] == '"' || xml[i] == '\'') {
+                    quote = xml[i];
+                } else if (xml[i] == '=' && ++attrs > VP_DOMXML_MAX_ATTRS) {
+                    gsize n = strcspn(xml + start, " \t\r\n/>");
+                    g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                                "%s: line %u: element <%.*s> has more than %d attributes", what, at,
+                                (int)MIN(n, 40), xml + start, VP_DOMXML_MAX_ATTRS);
+                    return FALSE;
+                }
+            }
+        }
+    }
+    return TRUE;
+}
+
 /* Parses a whole document; what names it in messages ("domain XML", "policy XML"). */
 static xmlDocPtr
 vpDomXMLRead(const char *what, const char *xml, gsize len, GError **error)
@@ -94,6 +165,8 @@ vpDomXMLRead(const char *what, const char *xml, gsize len, GError **error)
                     VP_DOMXML_MAX_BYTES);
         return NULL;
     }
+    if (!vpDomXMLPrescan(what, xml, len, error))
+        return NULL;
     if (!(ctxt = xmlNewParserCtxt())) {
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "%s: cannot create an XML parser", what);
         return NULL;
