@@ -93,59 +93,91 @@ vpDomXMLSkipTo(const char *xml, gsize len, gsize i, const char *close, guint *li
     return len;
 }
 
-/* Counts nodes, and attributes per element, lexically (quoted values skipped), and
- * refuses a document past VP_DOMXML_MAX_NODES or VP_DOMXML_MAX_ATTRS. Malformed markup is
- * left for libxml2 to report. */
+typedef struct {
+    const char *what;
+    guint line, nodes, attrs, refs;
+} vpDomXMLCount;
+
+/* Counts one more of something bounded by max; FALSE with the error past it. */
+static gboolean
+vpDomXMLCountOne(vpDomXMLCount *c, guint *count, int max, const char *things, GError **error)
+{
+    if (++*count <= (guint)max)
+        return TRUE;
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: line %u: more than %d %s", c->what, c->line,
+                max, things);
+    return FALSE;
+}
+
+#define VP_DOMXML_REFS "character and entity references"
+
+/* The inside of a start tag from xml[*i] (after its '<') to its '>': attributes are the
+ * '=' outside quoted values. */
+static gboolean
+vpDomXMLScanTag(vpDomXMLCount *c, const char *xml, gsize len, gsize *i, GError **error)
+{
+    gsize start = *i;
+    guint attrs = 0, at = c->line;
+    char quote = 0;
+    for (; *i < len && (quote || xml[*i] != '>'); (*i)++) {
+        char ch = xml[*i];
+        if (ch == '\n')
+            c->line++;
+        if (ch == '&' && !vpDomXMLCountOne(c, &c->refs, VP_DOMXML_MAX_REFS, VP_DOMXML_REFS, error))
+            return FALSE;
+        if (quote) {
+            if (ch == quote)
+                quote = 0;
+        } else if (ch == '"' || ch == '\'') {
+            quote = ch;
+        } else if (ch == '=') {
+            if (++attrs > VP_DOMXML_MAX_ATTRS) {
+                gsize n = strcspn(xml + start, " \t\r\n/>");
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "%s: line %u: element <%.*s> has more than %d attributes", c->what, at,
+                            (int)MIN(n, 40), xml + start, VP_DOMXML_MAX_ATTRS);
+                return FALSE;
+            }
+            if (!vpDomXMLCountOne(c, &c->attrs, VP_DOMXML_MAX_ALL_ATTRS, "attributes in all",
+                                  error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* Counts nodes, attributes (per element and in all) and character or entity references
+ * lexically, and refuses a document past the VP_DOMXML_MAX_* bounds before libxml2 sees
+ * it. Malformed markup is left for libxml2 to report. */
 static gboolean
 vpDomXMLPrescan(const char *what, const char *xml, gsize len, GError **error)
 {
-    guint line = 1, nodes = 0;
+    vpDomXMLCount c = {.what = what, .line = 1};
     for (gsize i = 0; i < len;) {
         char ch = xml[i];
         if (ch == '\n')
-            line++;
+            c.line++;
+        if (ch == '&' && !vpDomXMLCountOne(&c, &c.refs, VP_DOMXML_MAX_REFS, VP_DOMXML_REFS, error))
+            return FALSE;
         if (ch != '<') {
             i++;
             continue;
         }
-        guint at = line;
         if (len - i >= 2 && xml[i + 1] == '/') {
-            i = vpDomXMLSkipTo(xml, len, i + 2, ">", &line);
+            i = vpDomXMLSkipTo(xml, len, i + 2, ">", &c.line);
             continue;
         }
-        if (++nodes > VP_DOMXML_MAX_NODES) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                        "%s: line %u: more than %d elements, comments and other nodes", what, at,
-                        VP_DOMXML_MAX_NODES);
+        if (!vpDomXMLCountOne(&c, &c.nodes, VP_DOMXML_MAX_NODES,
+                              "elements, comments and other nodes", error))
             return FALSE;
-        }
         if (len - i >= 4 && memcmp(xml + i, "<!--", 4) == 0)
-            i = vpDomXMLSkipTo(xml, len, i + 4, "-->", &line);
+            i = vpDomXMLSkipTo(xml, len, i + 4, "-->", &c.line);
         else if (len - i >= 9 && memcmp(xml + i, "<![CDATA[", 9) == 0)
-            i = vpDomXMLSkipTo(xml, len, i + 9, "]]>", &line);
+            i = vpDomXMLSkipTo(xml, len, i + 9, "]]>", &c.line);
         else if (len - i >= 2 && xml[i + 1] == '?')
-            i = vpDomXMLSkipTo(xml, len, i + 2, "?>", &line);
-        else {
-            guint attrs = 0;
-            char quote = 0;
-            gsize start = ++i;
-            for (; i < len && (quote || xml[i] != '>'); i++) {
-                if (xml[i] == '\n')
-                    line++;
-                if (quote) {
-                    if (xml[i] == quote)
-                        quote = 0;
-                } else if (xml[i] == '"' || xml[i] == '\'') {
-                    quote = xml[i];
-                } else if (xml[i] == '=' && ++attrs > VP_DOMXML_MAX_ATTRS) {
-                    gsize n = strcspn(xml + start, " \t\r\n/>");
-                    g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                                "%s: line %u: element <%.*s> has more than %d attributes", what, at,
-                                (int)MIN(n, 40), xml + start, VP_DOMXML_MAX_ATTRS);
-                    return FALSE;
-                }
-            }
-        }
+            i = vpDomXMLSkipTo(xml, len, i + 2, "?>", &c.line);
+        else if (i++, !vpDomXMLScanTag(&c, xml, len, &i, error))
+            return FALSE;
     }
     return TRUE;
 }

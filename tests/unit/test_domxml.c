@@ -401,11 +401,31 @@ START_TEST(test_attribute_bound)
     g_autofree char *many = metadataXML(47000, 1);
     g_autoptr(vpRequest) req = parseText(many, &err);
     ck_assert_ptr_null(req);
-    ck_assert_str_eq(err->message, "domain XML: line 1: element <t:x> has more than 64 attributes");
+    ck_assert_str_eq(err->message, "domain XML: line 1: element <t:x> has more than 32 attributes");
 
     g_autofree char *fits = metadataXML(VP_DOMXML_MAX_ATTRS - 1, 1); /* plus xmlns:t */
     g_autoptr(vpRequest) ok = parseText(fits, NULL);
     ck_assert_ptr_nonnull(ok);
+
+    g_autoptr(GError) all_err = NULL;
+    g_autofree char *all = metadataXML(VP_DOMXML_MAX_ATTRS - 1, 400);
+    g_autoptr(vpRequest) refused = parseText(all, &all_err);
+    ck_assert_ptr_null(refused);
+    ck_assert_str_eq(all_err->message, "domain XML: line 1: more than 10000 attributes in all");
+}
+END_TEST
+
+START_TEST(test_reference_bound)
+{
+    g_autoptr(GString) xml = g_string_new("<domain type='kvm'><name>big</name><description>");
+    for (int i = 0; i <= VP_DOMXML_MAX_REFS; i++)
+        g_string_append(xml, "&#65;");
+    g_string_append(xml, "</description><vcpu>2</vcpu></domain>");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseText(xml->str, &err);
+    ck_assert_ptr_null(req);
+    ck_assert_str_eq(err->message,
+                     "domain XML: line 1: more than 20000 character and entity references");
 }
 END_TEST
 
@@ -416,7 +436,7 @@ START_TEST(test_node_bound)
     g_autoptr(vpRequest) req = parseText(many, &err);
     ck_assert_ptr_null(req);
     ck_assert_str_eq(err->message,
-                     "domain XML: line 1: more than 20000 elements, comments and other nodes");
+                     "domain XML: line 1: more than 10000 elements, comments and other nodes");
 
     g_autofree char *fits = metadataXML(0, VP_DOMXML_MAX_NODES - 5);
     g_autoptr(vpRequest) ok = parseText(fits, NULL);
@@ -743,6 +763,7 @@ main(void)
     tcase_add_test(tc, test_too_large);
     tcase_add_test(tc, test_attribute_bound);
     tcase_add_test(tc, test_node_bound);
+    tcase_add_test(tc, test_reference_bound);
     suite_add_tcase(s, tc);
 
     tcase_add_test(hostile_tc, test_doctype_passwd);
