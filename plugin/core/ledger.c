@@ -587,6 +587,39 @@ out:
     return ok;
 }
 
+/* g_file_set_contents_full() writes "NAME.XXXXXX" (g_mkstemp's six characters) beside
+ * NAME and renames it over NAME; a SIGKILL between the two leaves it for ever. */
+static gboolean
+vpLedgerIsTemporary(const char *base, const char *entry)
+{
+    gsize n = strlen(base);
+    if (strncmp(entry, base, n) != 0 || entry[n] != '.' || strlen(entry + n + 1) != 6)
+        return FALSE;
+    for (const char *c = entry + n + 1; *c; c++)
+        if (!g_ascii_isalnum(*c) && *c != '_' && *c != '-')
+            return FALSE;
+    return TRUE;
+}
+
+guint
+vpLedgerClearTemporaries(const char *path)
+{
+    g_autofree char *dirname = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    g_autoptr(GDir) dir = g_dir_open(dirname, 0, NULL);
+    guint removed = 0;
+    const char *entry;
+    while (dir && (entry = g_dir_read_name(dir))) {
+        if (!vpLedgerIsTemporary(base, entry))
+            continue;
+        g_autofree char *full = g_build_filename(dirname, entry, NULL);
+        struct stat st;
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && unlink(full) == 0)
+            removed++;
+    }
+    return removed;
+}
+
 vpLedger *
 vpLedgerLoad(const vpTopology *topo, const char *path, GError **error)
 {

@@ -60,5 +60,8 @@ vpLedger *vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **erro
 gboolean vpLedgerSave(const vpLedger *ledger, const char *path, GError **error);
 /* A missing file is an empty ledger; a corrupt or truncated one is an error naming it. */
 vpLedger *vpLedgerLoad(const vpTopology *topo, const char *path, GError **error);
+/* Removes what a save killed midway leaves beside path (GLib's temporary "NAME.XXXXXX"
+ * files); returns how many were removed. Run before anything saves. */
+guint vpLedgerClearTemporaries(const char *path);
 
 const char *vpOwnKindName(vpOwnKind kind);

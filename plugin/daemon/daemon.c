@@ -29,6 +29,9 @@
 static const guint retryDelayMs[] = {200, 1000, 3000};
 /* How often reservations are checked for expiry. */
 #define VP_EXPIRE_PERIOD_MS 1000
+/* A failed save (a full disk) is retried after 100 ms, doubling up to 30 s. */
+#define VP_SAVE_RETRY_MS 100
+#define VP_SAVE_RETRY_MAX_MS 30000
 /* Coalesces ledger writes; libvirt's truth covers what a crash in this window loses. */
 #define VP_SAVE_DELAY_MS 20
 /* A domain the hook reserved is pinned once the hook says "started": pinning takes the
@@ -57,6 +60,7 @@ struct _vpDaemon {
     gboolean full_sync;
     guint work_id;
     guint save_id;
+    guint save_failures; /* consecutive; a failed save is retried with backoff */
     guint expire_id;
     gint64 reserve_ttl_us;
     GArray *listeners;
@@ -163,8 +167,18 @@ saveTimeout(gpointer data)
     vpDaemon *d = data;
     d->save_id = 0;
     g_autoptr(GError) err = NULL;
-    if (!vpDaemonFlush(d, &err))
-        logMsg(G_LOG_LEVEL_WARNING, "cannot save the ledger: %s", err->message);
+    if (vpDaemonFlush(d, &err)) {
+        if (d->save_failures)
+            logMsg(G_LOG_LEVEL_INFO, "ledger saved after %u failed attempts", d->save_failures);
+        d->save_failures = 0;
+        return G_SOURCE_REMOVE;
+    }
+    guint delay = VP_SAVE_RETRY_MS << MIN(d->save_failures, 9);
+    delay = MIN(delay, VP_SAVE_RETRY_MAX_MS);
+    d->save_failures++;
+    logMsg(G_LOG_LEVEL_WARNING, "cannot save the ledger (attempt %u, next in %u ms): %s",
+           d->save_failures, delay, err->message);
+    d->save_id = g_timeout_add(delay, saveTimeout, d);
     return G_SOURCE_REMOVE;
 }
 
@@ -1231,6 +1245,24 @@ vpManager *
 vpDaemonManager(vpDaemon *d)
 {
     return d->mgr;
+}
+
+void
+vpDaemonAddMetrics(vpDaemon *d, vpMetrics *m)
+{
+    vpMetricsDeclare(m, "vcpuplace_ledger_save_failures", "gauge",
+                     "Consecutive failed ledger saves (retried with backoff); 0 once one works");
+    vpMetricsAdd(m, "vcpuplace_ledger_save_failures", d->save_failures, NULL);
+    vpServerStats st;
+    vpServerGetStats(d->srv, &st);
+    vpMetricsDeclare(m, "vcpuplace_socket_refused_total", "counter",
+                     "Connections to the socket refused, by reason");
+    vpMetricsAdd(m, "vcpuplace_socket_refused_total", st.refused_full, "reason", "full", NULL);
+    vpMetricsAdd(m, "vcpuplace_socket_refused_total", st.refused_peer, "reason", "peer", NULL);
+    vpMetricsAdd(m, "vcpuplace_socket_refused_total", st.refused_long, "reason", "too_long", NULL);
+    vpMetricsDeclare(m, "vcpuplace_socket_idle_closed_total", "counter",
+                     "Connections closed by the idle timeout");
+    vpMetricsAdd(m, "vcpuplace_socket_idle_closed_total", st.closed_idle, NULL);
 }
 
 gboolean

@@ -103,6 +103,11 @@ vpManagerNew(vpTopology *topo, const vpPolicy *defaults, const char *state_path,
     vpPolicyCopy(&m->defaults, defaults);
     m->state_path = g_strdup(state_path);
     m->records = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)recordFree);
+    guint stale = vpLedgerClearTemporaries(state_path);
+    if (stale)
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
+                         "ledger %s: removed %u temporary files an interrupted save left",
+                         state_path, stale);
     m->ledger = loadLedger(topo, state_path);
 
     /* Loaded domains are unconfirmed until libvirt is asked: not "reserved", so that the
