@@ -765,9 +765,18 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     JsonNode *reply = NULL;
     if (!getDomainXML(d, req, &name, &xml, &reply, error))
         return reply;
+    /* Parsed without the state lock: a large XML (4 MiB at most, bounded to parse in
+     * milliseconds) must not hold up the main loop. Nothing is kept across the gap but the
+     * copied defaults; a reload meanwhile is as if it came after this request. */
+    vpPolicy defaults = {0};
+    vpPolicyCopy(&defaults, vpManagerDefaults(d->mgr));
+    g_mutex_unlock(&d->lock);
+    g_autoptr(vpRequest) parsed = vpDomXMLParse(xml, strlen(xml), &defaults, error);
+    g_mutex_lock(&d->lock);
+    vpPolicyClear(&defaults);
     const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
     gboolean running = rec && rec->running;
-    const vpPlan *plan = vpManagerReserve(d->mgr, name, xml, strlen(xml), error);
+    const vpPlan *plan = parsed ? vpManagerReserveParsed(d->mgr, name, parsed, error) : NULL;
     /* Refused as running: if libvirt no longer runs it (a release never came), the sync
      * releases the stale record and the next start goes through. */
     setAfter(after, d, running ? name : NULL)->sync = running;

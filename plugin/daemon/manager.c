@@ -218,18 +218,23 @@ vpManagerRelease(vpManager *m, const char *name)
     return held || known;
 }
 
+static gboolean
+checkName(const vpRequest *req, const char *name, GError **error)
+{
+    if (g_strcmp0(req->name, name) == 0)
+        return TRUE;
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                "domain name '%s' does not match the XML's <name>%s</name>", name,
+                req->name ? req->name : "");
+    return FALSE;
+}
+
 static vpRequest *
 parseRequest(const vpManager *m, const char *name, const char *xml, gsize len, GError **error)
 {
     g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
-    if (!req)
+    if (!req || !checkName(req, name, error))
         return NULL;
-    if (g_strcmp0(req->name, name) != 0) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "domain name '%s' does not match the XML's <name>%s</name>", name,
-                    req->name ? req->name : "");
-        return NULL;
-    }
     return g_steal_pointer(&req);
 }
 
@@ -259,6 +264,15 @@ record(vpManager *m, const vpPlan *plan, vpDomState state, GError **error)
 const vpPlan *
 vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GError **error)
 {
+    g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
+    if (!req)
+        return NULL;
+    return vpManagerReserveParsed(m, name, req, error);
+}
+
+const vpPlan *
+vpManagerReserveParsed(vpManager *m, const char *name, const vpRequest *req, GError **error)
+{
     const vpDomRecord *old = vpManagerRecord(m, name);
     if (old && old->running) {
         g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
@@ -267,8 +281,7 @@ vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GEr
                     name, vpDomStateName(old->state));
         return NULL;
     }
-    g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, error);
-    if (!req)
+    if (!checkName(req, name, error))
         return NULL;
     if (vpManagerRelease(m, name))
         vpLogDomain(G_LOG_LEVEL_INFO, name, "stale record replaced by a new reservation");

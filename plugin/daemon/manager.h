@@ -11,6 +11,7 @@
 #include "core/ledger.h"
 #include "core/plan.h"
 #include "core/policy.h"
+#include "core/request.h"
 #include "core/topology.h"
 #include "libvirt/pinning.h"
 
@@ -65,6 +66,10 @@ gboolean vpManagerSave(vpManager *m, GError **error);
  * VP_ERROR_REFUSED; a bad policy or XML: VP_ERROR_INVALID. */
 const vpPlan *vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len,
                                GError **error);
+/* The same for a request parsed already (vpDomXMLParse with vpManagerDefaults()): the
+ * daemon parses outside its state lock. */
+const vpPlan *vpManagerReserveParsed(vpManager *m, const char *name, const vpRequest *req,
+                                     GError **error);
 /* Releases reservations whose start has not come within ttl_us (a start that failed
  * before libvirt ran the release hook, or a reserve that was never libvirt's). Returns
  * their names (caller frees). */
