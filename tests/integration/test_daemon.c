@@ -16,6 +16,7 @@
 #include "libvirt/domxml.h"
 #include "libvirt/pinning.h"
 #include "libvirt/threads.h"
+#include "host/procstat.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -914,6 +915,16 @@ writeFile(const char *dir, const char *name, const char *text, gsize len)
     ck_assert(g_file_set_contents(path, text, len, NULL));
 }
 
+/* A /proc/PID/stat line with this start time (clock ticks after boot); the command name
+ * holds ") " as a process may make it. */
+static char *
+statLine(pid_t pid, guint64 start_ticks)
+{
+    return g_strdup_printf("%d (qemu) x) S 1 %d %d 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 9 0 "
+                           "%" G_GUINT64_FORMAT " 1000000 200 18446744073709551615\n",
+                           (int)pid, (int)pid, (int)pid, start_ticks);
+}
+
 /* vCPU threads from libvirt's pidfile and a /proc tree laid out like a QEMU's. */
 START_TEST(test_vcpu_threads)
 {
@@ -927,6 +938,12 @@ START_TEST(test_vcpu_threads)
     writeFile(proc, "4242/task/4249/comm", "CPU 0/KVM\n", -1);
     writeFile(proc, "4242/task/4251/comm", "IO mon_iothread\n", -1);
     writeFile(proc, "4242/task/4252/comm", "CPU 3/TCG\n", -1);
+    /* Started when this test did: before the pidfile was written. */
+    vpProcStat self;
+    ck_assert(vpProcStatRead("/proc", getpid(), &self, NULL));
+    ck_assert_int_eq(self.ppid, getppid());
+    g_autofree char *stat = statLine(4242, self.start_ticks);
+    writeFile(proc, "4242/stat", stat, -1);
 
     g_autoptr(GError) err = NULL;
     g_autoptr(vpVcpuThreads) t = vpVcpuThreadsFind(run, proc, "we,b", &err);
@@ -937,6 +954,16 @@ START_TEST(test_vcpu_threads)
     ck_assert_int_eq(t->tids[1], 4250);
     ck_assert_int_eq(t->tids[2], 0);
     ck_assert_int_eq(t->tids[3], 4252);
+    ck_assert_uint_eq(t->start_ticks, self.start_ticks);
+
+    /* The pid reused by a process that started after QEMU wrote the pidfile, and that
+     * names itself as the guest: a stale pidfile once sent the cookie there. */
+    g_autofree char *later = statLine(4242, self.start_ticks + 3600 * sysconf(_SC_CLK_TCK));
+    writeFile(proc, "4242/stat", later, -1);
+    ck_assert_ptr_null(vpVcpuThreadsFind(run, proc, "we,b", &err));
+    ck_assert_msg(strstr(err->message, "its pid was reused"), "%s", err->message);
+    g_clear_error(&err);
+    writeFile(proc, "4242/stat", stat, -1);
 
     /* A pidfile naming another guest's QEMU (a stale file, a reused pid). */
     writeFile(run, "other.pid", "4242", -1);
