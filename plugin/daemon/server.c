@@ -19,10 +19,14 @@
  * The last VP_SERVER_HOOK_SLOTS are kept for the hook: a connection admitted into them must
  * ask a hook operation first, and soon (the hook asks as soon as it is connected), so idle
  * or busy CLI peers can never leave a start without an answer. */
-#define VP_SERVER_MAX_CLIENTS 128
-#define VP_SERVER_HOOK_SLOTS 16
+#define VP_SERVER_MAX_CLIENTS 256
+#define VP_SERVER_HOOK_SLOTS 32
 #define VP_SERVER_HOOK_SLOT_IDLE_MS 1000
-#define VP_SERVER_READ_CHUNK 65536
+/* With every slot taken, a connection that has asked nothing for this long makes room for
+ * a new one: the hook asks at once, an idle peer never does. */
+#define VP_SERVER_EVICT_SILENT_MS 100
+/* Per connection: hook messages are small, and a 4 MiB domain XML is 256 reads. */
+#define VP_SERVER_READ_CHUNK 16384
 /* A peer that sends requests without reading replies is not answered beyond this: lines
  * past it wait in the read buffer (which then is not refilled) until replies drain. */
 #define VP_SERVER_MAX_QUEUED 64
@@ -227,6 +231,9 @@ clientHandleLine(vpClient *c, const char *line, gsize len)
             return;
         }
     }
+    /* The hook asks one thing per connection: a hook slot is free again once answered. */
+    if (c->hook_slot)
+        c->closing = TRUE;
     c->asked = TRUE;
     if (!req) {
         clientQueue(c, vpProtoReplyError(err->message, FALSE), NULL);
@@ -385,25 +392,51 @@ clientResume(vpClient *c)
     clientRead(c);
 }
 
+/* Logs what happened to a peer, at most once a second, with how many were not logged. */
+static void
+serverLogLimited(vpServer *srv, const char *peer, const char *what)
+{
+    gint64 now = g_get_monotonic_time();
+    if (now - srv->last_warn < G_USEC_PER_SEC) {
+        srv->unlogged++;
+        return;
+    }
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                     "client %s: %s (%u more refusals not logged)", peer, what, srv->unlogged);
+    srv->last_warn = now;
+    srv->unlogged = 0;
+}
+
 /* Answers a peer that is not served with why, closes it once that is written, counts it
- * and logs it (at most once a second, with how many were not logged). */
+ * and logs it. */
 static void
 clientRefuse(vpClient *c, const char *why, gint *counter)
 {
-    vpServer *srv = c->srv;
     g_atomic_int_inc(counter);
-    gint64 now = g_get_monotonic_time();
-    if (now - srv->last_warn >= G_USEC_PER_SEC) {
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
-                         "client %s: refused: %s (%u more refusals not logged)", c->peer, why,
-                         srv->unlogged);
-        srv->last_warn = now;
-        srv->unlogged = 0;
-    } else {
-        srv->unlogged++;
-    }
+    g_autofree char *what = g_strdup_printf("refused: %s", why);
+    serverLogLimited(c->srv, c->peer, what);
     c->closing = TRUE;
     clientQueue(c, vpProtoReplyError(why, FALSE), NULL);
+}
+
+/* Closes the connection silent longest, if one has been silent long enough. */
+static void
+serverEvictSilent(vpServer *srv)
+{
+    gint64 now = g_get_monotonic_time();
+    vpClient *oldest = NULL;
+    for (GList *l = srv->clients; l; l = l->next) {
+        vpClient *o = l->data;
+        if (o->asked || o->closing || now - o->active < VP_SERVER_EVICT_SILENT_MS * 1000)
+            continue;
+        if (!oldest || o->active < oldest->active)
+            oldest = o;
+    }
+    if (!oldest)
+        return;
+    g_atomic_int_inc(&srv->stats.closed_idle);
+    serverLogLimited(srv, oldest->peer, "closed: asked nothing while every slot was taken");
+    clientClose(oldest);
 }
 
 /* Every VP_SERVER_SWEEP_MS: a connection with nothing asked of it or owed to it for
@@ -484,6 +517,8 @@ onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gp
     c->buf = g_byte_array_new();
     g_queue_init(&c->replies);
     c->active = g_get_monotonic_time();
+    if (g_list_length(srv->clients) >= VP_SERVER_MAX_CLIENTS)
+        serverEvictSilent(srv);
     srv->clients = g_list_prepend(srv->clients, c);
     guint n = g_list_length(srv->clients);
     c->hook_slot = srv->n_general >= VP_SERVER_MAX_CLIENTS - VP_SERVER_HOOK_SLOTS;
@@ -507,6 +542,9 @@ onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gp
         clientRefuse(c, msg, &srv->stats.refused_peer);
         return TRUE;
     }
+    /* Every slot busy with a request or a peer that spoke (silent ones made room above):
+     * refused at once, so that a burst of idle peers cannot queue ahead of hooks in the
+     * backlog. */
     if (n > VP_SERVER_MAX_CLIENTS) {
         clientRefuse(c, "too many connections to vcpuplaced; try again", &srv->stats.refused_full);
         return TRUE;

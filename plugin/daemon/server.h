@@ -52,7 +52,8 @@ void vpServerSetIdleTimeout(vpServer *srv, guint ms);
 
 /* What the server refused and closed since it started, for metrics and tests. */
 typedef struct {
-    gint refused_full; /* every slot taken, or a hook slot asked something else */
+    gint refused_full; /* every slot busy with peers that spoke, or a hook
+                        * slot asked something else */
     gint refused_peer; /* not root, or no credentials */
     gint refused_long; /* a message over VP_PROTO_MAX_MESSAGE */
     gint closed_idle;  /* closed by the idle timeout */

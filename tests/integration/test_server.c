@@ -145,7 +145,7 @@ writeLines(gpointer data)
 START_TEST(test_pipeline_bounded)
 {
     g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
-    vpWriter w = {.fd = connectTo(TRUE), .lines = 8 * 65536};
+    vpWriter w = {.fd = connectTo(TRUE), .lines = 2 * 65536};
     GThread *writer = g_thread_new("writer", writeLines, &w);
 
     gint most = 0;
@@ -195,12 +195,13 @@ START_TEST(test_idle_timeout)
 END_TEST
 
 /* 128 idle peers once took every slot and the next hook got "too many connections"; the
- * last slots now answer hook operations only, and refusals are counted. */
+ * last 32 of 256 slots now answer hook operations only, and refusals are counted. The
+ * general peers here have spoken, so none of them is closed to make room. */
 START_TEST(test_hook_slots)
 {
     g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
-    int general[112];
-    for (int i = 0; i < 112; i++) {
+    int general[224];
+    for (int i = 0; i < 224; i++) {
         general[i] = connectTo(TRUE);
         sendAll(general[i], "{\"op\":\"status\"}\n");
         g_autofree char *reply = readLine(general[i], 10000);
@@ -226,11 +227,34 @@ START_TEST(test_hook_slots)
     vpServerGetStats(srv, &st);
     ck_assert_int_eq(st.refused_full, 1);
     ck_assert_int_eq(st.closed_idle, 1);
-    for (int i = 0; i < 112; i++)
+    for (int i = 0; i < 224; i++)
         close(general[i]);
     close(cli);
     close(hook);
     close(silent);
+}
+END_TEST
+
+/* Silent peers filling every slot once turned the next hook away; with every slot taken,
+ * the peer silent longest now makes room. */
+START_TEST(test_silent_make_room)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    int silent[256];
+    for (int i = 0; i < 256; i++)
+        silent[i] = connectTo(TRUE);
+    g_usleep(300 * 1000);
+    int hook = connectTo(TRUE);
+    sendAll(hook, "{\"op\":\"reserve\",\"name\":\"vm\"}\n");
+    g_autofree char *served = readLine(hook, 10000);
+    ck_assert_str_eq(served, "{\"ok\":true}");
+    vpServerStats st;
+    vpServerGetStats(srv, &st);
+    ck_assert_int_eq(st.refused_full, 0);
+    ck_assert_int_ge(st.closed_idle, 1);
+    for (int i = 0; i < 256; i++)
+        close(silent[i]);
+    close(hook);
 }
 END_TEST
 
@@ -248,6 +272,7 @@ main(void)
     tcase_add_test(tc, test_pipeline_bounded);
     tcase_add_test(tc, test_idle_timeout);
     tcase_add_test(tc, test_hook_slots);
+    tcase_add_test(tc, test_silent_make_room);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
