@@ -317,7 +317,7 @@ clientConsume(vpClient *c)
     gsize start = 0;
     gboolean too_long = FALSE;
     while (!c->closed && c->srv && !c->kept && !c->closing &&
-           g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED) {
+           g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED && start < c->buf->len) {
         guint8 *nl = memchr(c->buf->data + start, '\n', c->buf->len - start);
         gsize len = nl ? (gsize)(nl - (c->buf->data + start)) : c->buf->len - start;
         if (len >= VP_PROTO_MAX_MESSAGE) {
@@ -379,7 +379,10 @@ bufHasLine(const vpClient *c)
 static void
 clientResume(vpClient *c)
 {
-    if (c->closed || c->closing || c->kept || !c->srv || !clientConsume(c))
+    /* Resumed once half the queue is out: answering one line per written reply would move
+     * the rest of the buffer once per line. */
+    if (c->closed || c->closing || c->kept || !c->srv ||
+        g_queue_get_length(&c->replies) > VP_SERVER_MAX_QUEUED / 2 || !clientConsume(c))
         return;
     if (c->eof && !c->kept && !bufHasLine(c)) {
         c->closing = TRUE;
