@@ -49,6 +49,7 @@ struct _vpServer {
     gint64 last_warn;    /* when a refusal was last logged */
     guint unlogged;      /* refusals since */
     vpServerStats stats; /* atomic members */
+    GSource *sweep;      /* the idle check, on ctx */
 };
 
 struct _vpServerCall {
@@ -487,6 +488,8 @@ serverStop(vpServer *srv)
 {
     g_socket_service_stop(srv->service);
     g_socket_listener_close(G_SOCKET_LISTENER(srv->service));
+    g_source_destroy(srv->sweep);
+    g_clear_pointer(&srv->sweep, g_source_unref);
     g_signal_handlers_disconnect_by_data(srv->service, srv);
     while (srv->clients) {
         vpClient *c = srv->clients->data;
@@ -642,9 +645,9 @@ vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GEr
     }
     g_signal_connect(srv->service, "incoming", G_CALLBACK(onIncoming), srv);
     srv->idle_ms = VP_SERVER_IDLE_MS;
-    g_autoptr(GSource) sweep = g_timeout_source_new(VP_SERVER_SWEEP_MS);
-    g_source_set_callback(sweep, serverSweep, srv, NULL);
-    g_source_attach(sweep, srv->ctx);
+    srv->sweep = g_timeout_source_new(VP_SERVER_SWEEP_MS);
+    g_source_set_callback(srv->sweep, serverSweep, srv, NULL);
+    g_source_attach(srv->sweep, srv->ctx);
     srv->thread = g_thread_new("vp-socket", serverMain, srv);
     return srv;
 }
