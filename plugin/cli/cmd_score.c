@@ -18,6 +18,7 @@
 #include "cli/trace.h"
 #include "core/jsonkeys.h"
 #include "core/score.h"
+#include "core/jsonparse.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -221,17 +222,17 @@ static gboolean
 scoreLine(vpScore *score, const char *line, GError **error)
 {
     static const char *const stop_keys[] = {"op", "name", NULL};
-    g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    g_autoptr(JsonNode) root = NULL;
     JsonObject *obj;
     const char *op, *name;
 
-    if (!json_parser_load_from_data(parser, line, -1, error))
+    if (!(root = vpJsonParse(line, -1, error)))
         return FALSE;
-    if (!JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+    if (!JSON_NODE_HOLDS_OBJECT(root)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "an outcome must be a JSON object");
         return FALSE;
     }
-    obj = json_node_get_object(json_parser_get_root(parser));
+    obj = json_node_get_object(root);
     if (!(op = vpTraceGetString(obj, "op", error)) ||
         !(name = vpTraceGetString(obj, "name", error)))
         return FALSE;

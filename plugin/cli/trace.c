@@ -5,6 +5,8 @@
 #include "cli/trace.h"
 #include "core/jsonkeys.h"
 
+#include "core/jsonparse.h"
+
 #include <json-glib/json-glib.h>
 #include <string.h>
 
@@ -101,18 +103,18 @@ parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError *
 gboolean
 vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev, GError **error)
 {
-    g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    g_autoptr(JsonNode) root = NULL;
     JsonObject *obj;
     const char *op, *name;
 
     memset(ev, 0, sizeof(*ev));
-    if (!json_parser_load_from_data(parser, line, -1, error))
+    if (!(root = vpJsonParse(line, -1, error)))
         return FALSE;
-    if (!JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+    if (!JSON_NODE_HOLDS_OBJECT(root)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "an event must be a JSON object");
         return FALSE;
     }
-    obj = json_node_get_object(json_parser_get_root(parser));
+    obj = json_node_get_object(root);
     if (!(op = vpTraceGetString(obj, "op", error)) ||
         !(name = vpTraceGetString(obj, "name", error)))
         return FALSE;

@@ -8,6 +8,7 @@
  */
 #include "ledger.h"
 #include "core/jsonkeys.h"
+#include "core/jsonparse.h"
 
 #include <string.h>
 
@@ -517,22 +518,22 @@ vpLedger *
 vpLedgerFromText(const vpTopology *topo, const char *text, gsize len, const char *name,
                  GError **error)
 {
-    g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) local = NULL;
+    g_autoptr(JsonNode) root = NULL;
     vpLedger *ledger;
 
-    if (!json_parser_load_from_data(parser, text, len, &local)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s is corrupt: %s", name,
-                    local->message);
-        return NULL;
-    }
-    if (!json_parser_get_root(parser)) {
+    if (len == 0 || strspn(text, " \t\r\n") >= len) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "ledger %s is empty (truncated?); remove it to start from an empty ledger",
                     name);
         return NULL;
     }
-    if (!(ledger = vpLedgerFromJson(topo, json_parser_get_root(parser), &local))) {
+    if (!(root = vpJsonParse(text, len, &local))) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s is corrupt: %s", name,
+                    local->message);
+        return NULL;
+    }
+    if (!(ledger = vpLedgerFromJson(topo, root, &local))) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s: %s", name, local->message);
         return NULL;
     }

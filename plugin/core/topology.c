@@ -19,6 +19,7 @@ struct _vpTopology {
     char *source;
     GArray *raw; /* vpRawPU, builder input */
     hwloc_bitmap_t offline;
+    long long bad_os; /* the first CPU number past VP_TOPOLOGY_MAX_CPUS added, or -1 */
     bool final;
 
     GArray *pus;   /* vpPU */
@@ -121,6 +122,7 @@ vpTopologyNew(void)
 
     topo->raw = g_array_new(FALSE, TRUE, sizeof(vpRawPU));
     topo->offline = hwloc_bitmap_alloc();
+    topo->bad_os = -1;
     topo->pus = g_array_new(FALSE, TRUE, sizeof(vpPU));
     topo->cores = g_array_new(FALSE, TRUE, sizeof(vpCore));
     for (int l = 0; l < VP_LEVEL_LAST; l++)
@@ -166,6 +168,18 @@ vpTopologyGetSource(const vpTopology *topo)
     return topo->source ? topo->source : "builder";
 }
 
+/* A CPU number past the bound (4294967295 once made max_os + 1 wrap to 0) is kept aside
+ * for vpTopologyFinalize() to refuse: the builder has no error path of its own. */
+static bool
+vpTopologyCheckOS(vpTopology *topo, unsigned os)
+{
+    if (os < VP_TOPOLOGY_MAX_CPUS)
+        return true;
+    if (topo->bad_os < 0)
+        topo->bad_os = os;
+    return false;
+}
+
 void
 vpTopologyAddPU(vpTopology *topo, unsigned os, int package, int numa, int l3, int cluster, int core,
                 bool allowed)
@@ -173,6 +187,8 @@ vpTopologyAddPU(vpTopology *topo, unsigned os, int package, int numa, int l3, in
     vpRawPU raw = {.os = os, .allowed = allowed};
 
     g_return_if_fail(!topo->final);
+    if (!vpTopologyCheckOS(topo, os))
+        return;
     raw.key[VP_LEVEL_CORE] = core;
     raw.key[VP_LEVEL_CLUSTER] = cluster;
     raw.key[VP_LEVEL_L3] = l3;
@@ -186,7 +202,8 @@ void
 vpTopologyAddOffline(vpTopology *topo, unsigned os)
 {
     g_return_if_fail(!topo->final);
-    hwloc_bitmap_set(topo->offline, os);
+    if (vpTopologyCheckOS(topo, os))
+        hwloc_bitmap_set(topo->offline, os);
 }
 
 /* A missing level borrows the id of the next level up, made distinct by an offset, so the
@@ -374,6 +391,12 @@ vpTopologyFinalize(vpTopology *topo, hwloc_const_bitmap_t host, hwloc_const_bitm
                    GError **error)
 {
     g_return_val_if_fail(!topo->final, false);
+    if (topo->bad_os >= 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "topology %s: CPU %lld is past the largest CPU number handled (%d)",
+                    vpTopologyGetSource(topo), topo->bad_os, VP_TOPOLOGY_MAX_CPUS - 1);
+        return false;
+    }
     if (topo->raw->len == 0) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "topology %s has no CPUs",
                     vpTopologyGetSource(topo));

@@ -57,6 +57,10 @@ vpTopology *vpTopologyNew(void);
 void vpTopologyFree(vpTopology *topo);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpTopology, vpTopologyFree)
 
+/* CPU numbers go from 0 to VP_TOPOLOGY_MAX_CPUS - 1 (Linux's NR_CPUS is at most 8192);
+ * vpTopologyFinalize() refuses a topology that names a CPU past that. */
+#define VP_TOPOLOGY_MAX_CPUS 16384
+
 /* Builder: each id is a key unique within its level (e.g. hwloc logical index); -1 for a
  * level the machine does not have (the core then gets a group of its own making at that
  * level, one per group of the next level up). core is unique machine-wide. */

@@ -478,6 +478,7 @@ metricsText(vpBalance *b)
     vpMetricsAdd(m, "vcpuplace_libvirt_connected", vpDaemonConnected(b->d), NULL);
     vpMetricsAdd(m, "vcpuplace_interval_seconds", config(b)->interval_ms / 1000.0, NULL);
     vpMetricsAdd(m, "vcpuplace_tick_seconds", b->last_tick_us / 1e6, NULL);
+    vpDaemonAddMetrics(b->d, m);
     return vpMetricsText(m);
 }
 

@@ -27,6 +27,11 @@
 #define VP_RESERVE_GRACE_US (120 * G_USEC_PER_SEC)
 /* Failed pinning is retried this often, then reported as failed. */
 static const guint retryDelayMs[] = {200, 1000, 3000};
+/* How often reservations are checked for expiry. */
+#define VP_EXPIRE_PERIOD_MS 1000
+/* A failed save (a full disk) is retried after 100 ms, doubling up to 30 s. */
+#define VP_SAVE_RETRY_MS 100
+#define VP_SAVE_RETRY_MAX_MS 30000
 /* Coalesces ledger writes; libvirt's truth covers what a crash in this window loses. */
 #define VP_SAVE_DELAY_MS 20
 /* A domain the hook reserved is pinned once the hook says "started": pinning takes the
@@ -55,6 +60,9 @@ struct _vpDaemon {
     gboolean full_sync;
     guint work_id;
     guint save_id;
+    guint save_failures; /* consecutive; a failed save is retried with backoff */
+    guint expire_id;
+    gint64 reserve_ttl_us;
     GArray *listeners;
     vpBalance *balance;
     vpCookies *cookies;
@@ -159,8 +167,18 @@ saveTimeout(gpointer data)
     vpDaemon *d = data;
     d->save_id = 0;
     g_autoptr(GError) err = NULL;
-    if (!vpDaemonFlush(d, &err))
-        logMsg(G_LOG_LEVEL_WARNING, "cannot save the ledger: %s", err->message);
+    if (vpDaemonFlush(d, &err)) {
+        if (d->save_failures)
+            logMsg(G_LOG_LEVEL_INFO, "ledger saved after %u failed attempts", d->save_failures);
+        d->save_failures = 0;
+        return G_SOURCE_REMOVE;
+    }
+    guint delay = VP_SAVE_RETRY_MS << MIN(d->save_failures, 9);
+    delay = MIN(delay, VP_SAVE_RETRY_MAX_MS);
+    d->save_failures++;
+    logMsg(G_LOG_LEVEL_WARNING, "cannot save the ledger (attempt %u, next in %u ms): %s",
+           d->save_failures, delay, err->message);
+    d->save_id = g_timeout_add(delay, saveTimeout, d);
     return G_SOURCE_REMOVE;
 }
 
@@ -203,6 +221,26 @@ static void
 release(vpDaemon *d, const char *name)
 {
     released(d, name, releaseRecord(d, name));
+}
+
+/* Main loop: a reservation whose start never came holds its CPUs only until it expires,
+ * not until the next full sync (which may never come while libvirt stays connected). */
+static gboolean
+expireTimeout(gpointer data)
+{
+    vpDaemon *d = data;
+    g_autoptr(GPtrArray) gone = vpManagerExpire(d->mgr, d->reserve_ttl_us);
+    for (guint i = 0; i < gone->len; i++)
+        released(d, gone->pdata[i], TRUE);
+    if (gone->len)
+        scheduleSave(d);
+    return G_SOURCE_CONTINUE;
+}
+
+void
+vpDaemonSetReserveTTL(vpDaemon *d, gint64 ttl_us)
+{
+    d->reserve_ttl_us = ttl_us;
 }
 
 /* ---- libvirt work ---------------------------------------------------------------- */
@@ -727,8 +765,21 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     JsonNode *reply = NULL;
     if (!getDomainXML(d, req, &name, &xml, &reply, error))
         return reply;
-    const vpPlan *plan = vpManagerReserve(d->mgr, name, xml, strlen(xml), error);
-    setAfter(after, d, NULL);
+    /* Parsed without the state lock: a large XML (4 MiB at most, bounded to parse in
+     * milliseconds) must not hold up the main loop. Nothing is kept across the gap but the
+     * copied defaults; a reload meanwhile is as if it came after this request. */
+    vpPolicy defaults = {0};
+    vpPolicyCopy(&defaults, vpManagerDefaults(d->mgr));
+    g_mutex_unlock(&d->lock);
+    g_autoptr(vpRequest) parsed = vpDomXMLParse(xml, strlen(xml), &defaults, error);
+    g_mutex_lock(&d->lock);
+    vpPolicyClear(&defaults);
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    gboolean running = rec && rec->running;
+    const vpPlan *plan = parsed ? vpManagerReserveParsed(d->mgr, name, parsed, error) : NULL;
+    /* Refused as running: if libvirt no longer runs it (a release never came), the sync
+     * releases the stale record and the next start goes through. */
+    setAfter(after, d, running ? name : NULL)->sync = running;
     if (!plan) {
         vpLogDomain(G_LOG_LEVEL_WARNING, name, "start refused: %s", (*error)->message);
         return NULL;
@@ -1017,6 +1068,8 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     d->attempts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->timers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->listeners = g_array_new(FALSE, FALSE, sizeof(vpListener));
+    d->reserve_ttl_us = VP_RESERVE_GRACE_US;
+    d->expire_id = g_timeout_add(VP_EXPIRE_PERIOD_MS, expireTimeout, d);
     d->srv = vpServerNew(d->cfg->socket, handle, d, error);
     if (!d->srv) {
         vpDaemonFree(d);
@@ -1064,6 +1117,8 @@ vpDaemonFree(vpDaemon *d)
         g_source_remove(d->work_id);
     if (d->save_id)
         g_source_remove(d->save_id);
+    if (d->expire_id)
+        g_source_remove(d->expire_id);
     GHashTableIter it;
     gpointer id;
     g_hash_table_iter_init(&it, d->timers);
@@ -1199,6 +1254,24 @@ vpManager *
 vpDaemonManager(vpDaemon *d)
 {
     return d->mgr;
+}
+
+void
+vpDaemonAddMetrics(vpDaemon *d, vpMetrics *m)
+{
+    vpMetricsDeclare(m, "vcpuplace_ledger_save_failures", "gauge",
+                     "Consecutive failed ledger saves (retried with backoff); 0 once one works");
+    vpMetricsAdd(m, "vcpuplace_ledger_save_failures", d->save_failures, NULL);
+    vpServerStats st;
+    vpServerGetStats(d->srv, &st);
+    vpMetricsDeclare(m, "vcpuplace_socket_refused_total", "counter",
+                     "Connections to the socket refused, by reason");
+    vpMetricsAdd(m, "vcpuplace_socket_refused_total", st.refused_full, "reason", "full", NULL);
+    vpMetricsAdd(m, "vcpuplace_socket_refused_total", st.refused_peer, "reason", "peer", NULL);
+    vpMetricsAdd(m, "vcpuplace_socket_refused_total", st.refused_long, "reason", "too_long", NULL);
+    vpMetricsDeclare(m, "vcpuplace_socket_idle_closed_total", "counter",
+                     "Connections closed by the idle timeout");
+    vpMetricsAdd(m, "vcpuplace_socket_idle_closed_total", st.closed_idle, NULL);
 }
 
 gboolean

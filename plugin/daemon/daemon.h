@@ -14,6 +14,7 @@
 
 #include "daemon/config.h"
 #include "daemon/manager.h"
+#include "daemon/metrics.h"
 
 #include <libvirt/libvirt.h>
 
@@ -36,6 +37,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpDaemon, vpDaemonFree)
 
 /* Connects to libvirt (retrying in the background) and begins serving. */
 void vpDaemonStart(vpDaemon *d);
+/* How long a reservation waits for its start before it expires (120 s; tests shorten
+ * it). */
+void vpDaemonSetReserveTTL(vpDaemon *d, gint64 ttl_us);
+/* The daemon's own figures (failed ledger saves, socket refusals) into m, for the
+ * metrics the rebalancer writes. */
+void vpDaemonAddMetrics(vpDaemon *d, vpMetrics *m);
 /* Writes the ledger now if it changed. */
 gboolean vpDaemonFlush(vpDaemon *d, GError **error);
 

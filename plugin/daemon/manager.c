@@ -99,6 +99,11 @@ vpManagerNew(vpTopology *topo, const vpPolicy *defaults, const char *state_path,
     vpPolicyCopy(&m->defaults, defaults);
     m->state_path = g_strdup(state_path);
     m->records = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)recordFree);
+    guint stale = vpLedgerFileClearTemporaries(state_path);
+    if (stale)
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
+                         "ledger %s: removed %u temporary files an interrupted save left",
+                         state_path, stale);
     m->ledger = loadLedger(topo, state_path);
 
     /* Loaded domains are unconfirmed until libvirt is asked: not "reserved", so that the
@@ -209,18 +214,23 @@ vpManagerRelease(vpManager *m, const char *name)
     return held || known;
 }
 
+static gboolean
+checkName(const vpRequest *req, const char *name, GError **error)
+{
+    if (g_strcmp0(req->name, name) == 0)
+        return TRUE;
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                "domain name '%s' does not match the XML's <name>%s</name>", name,
+                req->name ? req->name : "");
+    return FALSE;
+}
+
 static vpRequest *
 parseRequest(const vpManager *m, const char *name, const char *xml, gsize len, GError **error)
 {
     g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
-    if (!req)
+    if (!req || !checkName(req, name, error))
         return NULL;
-    if (g_strcmp0(req->name, name) != 0) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "domain name '%s' does not match the XML's <name>%s</name>", name,
-                    req->name ? req->name : "");
-        return NULL;
-    }
     return g_steal_pointer(&req);
 }
 
@@ -250,8 +260,24 @@ record(vpManager *m, const vpPlan *plan, vpDomState state, GError **error)
 const vpPlan *
 vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GError **error)
 {
-    g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, error);
+    g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
     if (!req)
+        return NULL;
+    return vpManagerReserveParsed(m, name, req, error);
+}
+
+const vpPlan *
+vpManagerReserveParsed(vpManager *m, const char *name, const vpRequest *req, GError **error)
+{
+    const vpDomRecord *old = vpManagerRecord(m, name);
+    if (old && old->running) {
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "domain '%s' is running (%s) as libvirt last showed it; libvirt prepares "
+                    "only a domain that is not running",
+                    name, vpDomStateName(old->state));
+        return NULL;
+    }
+    if (!checkName(req, name, error))
         return NULL;
     if (vpManagerRelease(m, name))
         vpLogDomain(G_LOG_LEVEL_INFO, name, "stale record replaced by a new reservation");
@@ -260,7 +286,29 @@ vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GEr
         return NULL;
     if (!record(m, plan, plan->how == VP_HOW_PINNED ? VP_DOM_PINNED : VP_DOM_RESERVED, error))
         return NULL;
+    vpDomRecord *rec = g_hash_table_lookup(m->records, name);
+    rec->awaiting = TRUE;
     return vpManagerPlan(m, name);
+}
+
+GPtrArray *
+vpManagerExpire(vpManager *m, gint64 ttl_us)
+{
+    gint64 now = g_get_monotonic_time();
+    g_autoptr(GPtrArray) names = vpManagerNames(m);
+    GPtrArray *expired = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < names->len; i++) {
+        const vpDomRecord *rec = vpManagerRecord(m, names->pdata[i]);
+        if (rec->awaiting && now - rec->since >= ttl_us)
+            g_ptr_array_add(expired, g_strdup(names->pdata[i]));
+    }
+    for (guint i = 0; i < expired->len; i++) {
+        vpLogDomain(G_LOG_LEVEL_INFO, expired->pdata[i],
+                    "reservation expired: no start within %" G_GINT64_FORMAT " s",
+                    ttl_us / G_USEC_PER_SEC);
+        vpManagerRelease(m, expired->pdata[i]);
+    }
+    return expired;
 }
 
 vpPlan *
@@ -345,9 +393,10 @@ syncPinned(vpManager *m, const char *name, const vpRequest *req, GError **error)
     return VP_SYNC_NOTHING;
 }
 
-vpSyncAction
-vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
-              GError **error)
+/* What vpManagerSync() records, before it is marked running. */
+static vpSyncAction
+syncRunning(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
+            GError **error)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, &err);
@@ -391,6 +440,19 @@ vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const 
     if (!record(m, fresh, VP_DOM_APPLYING, error))
         return VP_SYNC_NOTHING;
     return VP_SYNC_APPLY;
+}
+
+vpSyncAction
+vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
+              GError **error)
+{
+    vpSyncAction action = syncRunning(m, name, xml, len, live, error);
+    vpDomRecord *rec = g_hash_table_lookup(m->records, name);
+    if (rec) {
+        rec->running = TRUE;
+        rec->awaiting = FALSE;
+    }
+    return action;
 }
 
 void

@@ -11,6 +11,7 @@
 #include "core/ledger.h"
 #include "core/plan.h"
 #include "core/policy.h"
+#include "core/request.h"
 #include "core/topology.h"
 #include "libvirt/pinning.h"
 
@@ -33,7 +34,9 @@ typedef struct {
     gint64 since;         /* monotonic us of the last state change */
     char *error;          /* FAILED / UNPLACED: why */
     gboolean was_applied; /* vcpuplace's plan was live at some point (or may have been) */
-    vpPlan *plan; /* UNPLACED with own pins that collide: what it holds, outside the ledger */
+    vpPlan *plan;      /* UNPLACED with own pins that collide: what it holds, outside the ledger */
+    gboolean running;  /* libvirt has shown it running (a sync), and no release came since */
+    gboolean awaiting; /* reserved by the hook, no start seen yet: expires on its own */
 } vpDomRecord;
 
 typedef struct _vpManager vpManager;
@@ -57,10 +60,20 @@ gboolean vpManagerDirty(const vpManager *m);
 gboolean vpManagerSave(vpManager *m, GError **error);
 
 /* Hook, prepare begin: places the domain described by xml and holds its PUs. A domain
- * already recorded is replaced (libvirt does not prepare a running domain). Refusal:
+ * already recorded is replaced, unless libvirt has shown it running: libvirt does not
+ * prepare a running domain, so that request is not libvirt's and re-placing would
+ * double-book its CPUs (VP_ERROR_REFUSED; a sync of it settles a stale record). Refusal:
  * VP_ERROR_REFUSED; a bad policy or XML: VP_ERROR_INVALID. */
 const vpPlan *vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len,
                                GError **error);
+/* The same for a request parsed already (vpDomXMLParse with vpManagerDefaults()): the
+ * daemon parses outside its state lock. */
+const vpPlan *vpManagerReserveParsed(vpManager *m, const char *name, const vpRequest *req,
+                                     GError **error);
+/* Releases reservations whose start has not come within ttl_us (a start that failed
+ * before libvirt ran the release hook, or a reserve that was never libvirt's). Returns
+ * their names (caller frees). */
+GPtrArray *vpManagerExpire(vpManager *m, gint64 ttl_us);
 /* Where the domain would go now; nothing is recorded. */
 vpPlan *vpManagerDryRun(vpManager *m, const char *xml, gsize len, GError **error);
 /* Frees the domain's PUs and forgets it; FALSE when it was unknown. */

@@ -12,13 +12,25 @@
 #include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
-/* A root peer can open many connections; beyond this each new one is answered and closed. */
-#define VP_SERVER_MAX_CLIENTS 128
-#define VP_SERVER_READ_CHUNK 65536
-/* A peer that sends requests without reading replies is not read from beyond this. */
+/* A root peer can open many connections; beyond this each new one is answered and closed.
+ * The last VP_SERVER_HOOK_SLOTS are kept for the hook: a connection admitted into them must
+ * ask a hook operation first, and soon (the hook asks as soon as it is connected), so idle
+ * or busy CLI peers can never leave a start without an answer. */
+#define VP_SERVER_MAX_CLIENTS 256
+#define VP_SERVER_HOOK_SLOTS 32
+#define VP_SERVER_HOOK_SLOT_IDLE_MS 1000
+/* With every slot taken, a connection that has asked nothing for this long makes room for
+ * a new one: the hook asks at once, an idle peer never does. */
+#define VP_SERVER_EVICT_SILENT_MS 100
+/* Per connection: hook messages are small, and a 4 MiB domain XML is 256 reads. */
+#define VP_SERVER_READ_CHUNK 16384
+/* A peer that sends requests without reading replies is not answered beyond this: lines
+ * past it wait in the read buffer (which then is not refilled) until replies drain. */
 #define VP_SERVER_MAX_QUEUED 64
+#define VP_SERVER_SWEEP_MS 250
 
 struct _vpServer {
     gint ref;
@@ -32,6 +44,12 @@ struct _vpServer {
     GList *clients; /* the server's thread only */
     GMutex lock;    /* guards stopped */
     gboolean stopped;
+    guint idle_ms;       /* atomic */
+    guint n_general;     /* connections outside the hook's slots; the server's thread only */
+    gint64 last_warn;    /* when a refusal was last logged */
+    guint unlogged;      /* refusals since */
+    vpServerStats stats; /* atomic members */
+    GSource *sweep;      /* the idle check, on ctx */
 };
 
 struct _vpServerCall {
@@ -57,13 +75,19 @@ typedef struct {
     gboolean closing;  /* stop reading; close once the replies are out */
     gboolean reading;  /* a read is in flight */
     gboolean closed;
-    gboolean kept; /* a handler kept the call being answered: read nothing more */
-    char *peer;    /* "pid 123 uid 0" for log lines */
+    gboolean eof;       /* the peer has half-closed: answer what is buffered, then close */
+    gboolean kept;      /* a handler kept the call being answered: read nothing more */
+    gboolean hook_slot; /* admitted into the hook's slots */
+    gboolean asked;     /* has sent a request */
+    gint64 active;      /* monotonic us of the last request or reply */
+    char *peer;         /* "pid 123 uid 0" for log lines */
 } vpClient;
 
 static void clientRead(vpClient *c);
 static void clientFlush(vpClient *c);
 static gboolean clientConsume(vpClient *c);
+static void clientResume(vpClient *c);
+static void clientRefuse(vpClient *c, const char *why, gint *counter);
 
 static vpServer *
 serverRef(vpServer *srv)
@@ -124,12 +148,18 @@ clientClose(vpClient *c)
     c->closed = TRUE;
     g_cancellable_cancel(c->cancel);
     g_io_stream_close(G_IO_STREAM(c->conn), NULL, NULL);
-    if (c->srv)
+    if (c->srv) {
         c->srv->clients = g_list_remove(c->srv->clients, c);
+        if (!c->hook_slot)
+            c->srv->n_general--;
+    }
     /* After-work of replies never written still runs: the peer is gone, the work is not. */
     vpReply *r;
-    while ((r = g_queue_pop_head(&c->replies)))
+    while ((r = g_queue_pop_head(&c->replies))) {
+        if (c->srv)
+            g_atomic_int_dec_and_test(&c->srv->stats.queued);
         replyFree(r, c->srv != NULL);
+    }
     clientUnref(c);
 }
 
@@ -142,6 +172,8 @@ clientQueue(vpClient *c, JsonNode *reply, vpServerAfter *after)
         r->after = *after;
     json_node_unref(reply);
     g_queue_push_tail(&c->replies, r);
+    if (c->srv)
+        g_atomic_int_inc(&c->srv->stats.queued);
     clientFlush(c);
 }
 
@@ -152,6 +184,7 @@ writeDone(GObject *source, GAsyncResult *res, gpointer data)
     g_autoptr(GError) err = NULL;
     gboolean ok = g_output_stream_write_all_finish(G_OUTPUT_STREAM(source), res, NULL, &err);
     replyFree(g_steal_pointer(&c->inflight), c->srv != NULL);
+    c->active = g_get_monotonic_time();
     if (!c->closed) {
         if (!ok) {
             g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
@@ -159,9 +192,7 @@ writeDone(GObject *source, GAsyncResult *res, gpointer data)
             clientClose(c);
         } else {
             clientFlush(c);
-            if (!c->closed && !c->closing && !c->reading && !c->kept && c->srv &&
-                g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED)
-                clientRead(c);
+            clientResume(c);
         }
     }
     clientUnref(c);
@@ -179,6 +210,8 @@ clientFlush(vpClient *c)
         return;
     }
     c->inflight = r;
+    if (c->srv)
+        g_atomic_int_dec_and_test(&c->srv->stats.queued);
     GOutputStream *out = g_io_stream_get_output_stream(G_IO_STREAM(c->conn));
     g_output_stream_write_all_async(out, r->line, r->len, G_PRIORITY_DEFAULT, c->cancel, writeDone,
                                     clientRef(c));
@@ -189,6 +222,20 @@ clientHandleLine(vpClient *c, const char *line, gsize len)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(JsonObject) req = vpProtoDecodeObject(line, len, &err);
+    c->active = g_get_monotonic_time();
+    if (c->hook_slot && !c->asked) {
+        const char *op = req ? vpProtoGetString(req, "op", FALSE, NULL) : NULL;
+        if (!op || !vpProtoIsHookOp(op)) {
+            c->asked = TRUE;
+            clientRefuse(c, "too many connections to vcpuplaced; try again",
+                         &c->srv->stats.refused_full);
+            return;
+        }
+    }
+    /* The hook asks one thing per connection: a hook slot is free again once answered. */
+    if (c->hook_slot)
+        c->closing = TRUE;
+    c->asked = TRUE;
     if (!req) {
         clientQueue(c, vpProtoReplyError(err->message, FALSE), NULL);
         return;
@@ -239,9 +286,7 @@ keptReplyDeliver(gpointer data)
         return G_SOURCE_REMOVE;
     clientQueue(c, g_steal_pointer(&k->reply), &k->after);
     k->after = (vpServerAfter){0};
-    if (clientConsume(c) && !c->kept && !c->reading && !c->closing &&
-        g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED)
-        clientRead(c);
+    clientResume(c);
     return G_SOURCE_REMOVE;
 }
 
@@ -264,15 +309,16 @@ vpServerCallReply(vpServerCall *call, JsonNode *reply, const vpServerAfter *afte
         keptReplyFree(k);
 }
 
-/* Handles every complete line in the buffer; FALSE once the connection must stop reading.
- * The bound holds for complete lines too: one read may bring the newline of a line that
- * is already past it. */
+/* Handles the complete lines in the buffer while the reply queue has room; FALSE once the
+ * connection must stop reading. The size bound holds for complete lines too: one read may
+ * bring the newline of a line that is already past it. */
 static gboolean
 clientConsume(vpClient *c)
 {
     gsize start = 0;
     gboolean too_long = FALSE;
-    while (!c->closed && c->srv && !c->kept) {
+    while (!c->closed && c->srv && !c->kept && !c->closing &&
+           g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED && start < c->buf->len) {
         guint8 *nl = memchr(c->buf->data + start, '\n', c->buf->len - start);
         gsize len = nl ? (gsize)(nl - (c->buf->data + start)) : c->buf->len - start;
         if (len >= VP_PROTO_MAX_MESSAGE) {
@@ -288,10 +334,7 @@ clientConsume(vpClient *c)
     if (too_long && !c->closed && c->srv) {
         g_autofree char *msg = g_strdup_printf(
             "message exceeds %d bytes without a newline; closing", VP_PROTO_MAX_MESSAGE);
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE", "client %s: %s", c->peer,
-                         msg);
-        c->closing = TRUE;
-        clientQueue(c, vpProtoReplyError(msg, FALSE), NULL);
+        clientRefuse(c, msg, &c->srv->stats.refused_long);
         return FALSE;
     }
     return !c->closed && c->srv;
@@ -314,18 +357,120 @@ readDone(GObject *source, GAsyncResult *res, gpointer data)
         clientClose(c);
     } else if (n == 0) {
         /* A trailing line without newline is still a message: a client may half-close. */
-        if (c->buf->len > 0 && c->srv) {
+        c->eof = TRUE;
+        if (c->buf->len > 0 && c->buf->data[c->buf->len - 1] != '\n')
             g_byte_array_append(c->buf, (const guint8 *)"\n", 1);
-            clientConsume(c);
-        }
-        c->closing = TRUE;
-        clientFlush(c);
+        clientResume(c);
     } else {
         g_byte_array_append(c->buf, c->chunk, n);
-        if (clientConsume(c) && !c->kept && g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED)
-            clientRead(c);
+        clientResume(c);
     }
     clientUnref(c);
+}
+
+static gboolean
+bufHasLine(const vpClient *c)
+{
+    return c->buf->len > 0 && memchr(c->buf->data, '\n', c->buf->len);
+}
+
+/* Answers what the buffer holds while there is room for replies, then reads more only
+ * when every complete line there has been answered: the buffer and the queue both stay
+ * bounded however fast the peer sends. */
+static void
+clientResume(vpClient *c)
+{
+    /* Resumed once half the queue is out: answering one line per written reply would move
+     * the rest of the buffer once per line. */
+    if (c->closed || c->closing || c->kept || !c->srv ||
+        g_queue_get_length(&c->replies) > VP_SERVER_MAX_QUEUED / 2 || !clientConsume(c))
+        return;
+    if (c->eof && !c->kept && !bufHasLine(c)) {
+        c->closing = TRUE;
+        clientFlush(c);
+        return;
+    }
+    if (c->eof || c->reading || c->kept || c->closing ||
+        g_queue_get_length(&c->replies) >= VP_SERVER_MAX_QUEUED || bufHasLine(c))
+        return;
+    clientRead(c);
+}
+
+/* Logs what happened to a peer, at most once a second, with how many were not logged. */
+static void
+serverLogLimited(vpServer *srv, const char *peer, const char *what)
+{
+    gint64 now = g_get_monotonic_time();
+    if (now - srv->last_warn < G_USEC_PER_SEC) {
+        srv->unlogged++;
+        return;
+    }
+    g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                     "client %s: %s (%u more refusals not logged)", peer, what, srv->unlogged);
+    srv->last_warn = now;
+    srv->unlogged = 0;
+}
+
+/* Answers a peer that is not served with why, closes it once that is written, counts it
+ * and logs it. */
+static void
+clientRefuse(vpClient *c, const char *why, gint *counter)
+{
+    g_atomic_int_inc(counter);
+    g_autofree char *what = g_strdup_printf("refused: %s", why);
+    serverLogLimited(c->srv, c->peer, what);
+    c->closing = TRUE;
+    clientQueue(c, vpProtoReplyError(why, FALSE), NULL);
+}
+
+/* Closes the connection silent longest, if one has been silent long enough. */
+static void
+serverEvictSilent(vpServer *srv)
+{
+    gint64 now = g_get_monotonic_time();
+    vpClient *oldest = NULL;
+    for (GList *l = srv->clients; l; l = l->next) {
+        vpClient *o = l->data;
+        if (o->asked || o->closing || now - o->active < VP_SERVER_EVICT_SILENT_MS * 1000)
+            continue;
+        if (!oldest || o->active < oldest->active)
+            oldest = o;
+    }
+    if (!oldest)
+        return;
+    g_atomic_int_inc(&srv->stats.closed_idle);
+    serverLogLimited(srv, oldest->peer, "closed: asked nothing while every slot was taken");
+    clientClose(oldest);
+}
+
+/* Every VP_SERVER_SWEEP_MS: a connection with nothing asked of it or owed to it for
+ * longer than its idle limit is closed, so idle peers cannot hold the slots for ever. */
+static gboolean
+serverSweep(gpointer data)
+{
+    vpServer *srv = data;
+    gint64 now = g_get_monotonic_time();
+    gint64 idle = (gint64)g_atomic_int_get(&srv->idle_ms) * 1000;
+    GList *idle_clients = NULL;
+    for (GList *l = srv->clients; l; l = l->next) {
+        vpClient *c = l->data;
+        gint64 limit = c->hook_slot && !c->asked
+                           ? MIN(idle, VP_SERVER_HOOK_SLOT_IDLE_MS * (gint64)1000)
+                           : idle;
+        if (!c->closing && !c->kept && !c->inflight && g_queue_is_empty(&c->replies) &&
+            now - c->active > limit)
+            idle_clients = g_list_prepend(idle_clients, c);
+    }
+    for (GList *l = idle_clients; l; l = l->next) {
+        vpClient *c = l->data;
+        g_atomic_int_inc(&srv->stats.closed_idle);
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
+                         "client %s: closed after %" G_GINT64_FORMAT " ms idle", c->peer,
+                         (now - c->active) / 1000);
+        clientClose(c);
+    }
+    g_list_free(idle_clients);
+    return G_SOURCE_CONTINUE;
 }
 
 static void
@@ -343,6 +488,8 @@ serverStop(vpServer *srv)
 {
     g_socket_service_stop(srv->service);
     g_socket_listener_close(G_SOCKET_LISTENER(srv->service));
+    g_source_destroy(srv->sweep);
+    g_clear_pointer(&srv->sweep, g_source_unref);
     g_signal_handlers_disconnect_by_data(srv->service, srv);
     while (srv->clients) {
         vpClient *c = srv->clients->data;
@@ -375,7 +522,14 @@ onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gp
     c->cancel = g_cancellable_new();
     c->buf = g_byte_array_new();
     g_queue_init(&c->replies);
+    c->active = g_get_monotonic_time();
+    if (g_list_length(srv->clients) >= VP_SERVER_MAX_CLIENTS)
+        serverEvictSilent(srv);
     srv->clients = g_list_prepend(srv->clients, c);
+    guint n = g_list_length(srv->clients);
+    c->hook_slot = srv->n_general >= VP_SERVER_MAX_CLIENTS - VP_SERVER_HOOK_SLOTS;
+    if (!c->hook_slot)
+        srv->n_general++;
 
     g_autoptr(GError) err = NULL;
     g_autoptr(GCredentials) cred =
@@ -391,16 +545,14 @@ onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gp
                                    (int)uid)
                  : g_strdup_printf("permission denied: peer credentials unavailable: %s",
                                    err->message);
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE", "client %s: %s", c->peer,
-                         msg);
-        c->closing = TRUE;
-        clientQueue(c, vpProtoReplyError(msg, FALSE), NULL);
+        clientRefuse(c, msg, &srv->stats.refused_peer);
         return TRUE;
     }
-    if (g_list_length(srv->clients) > VP_SERVER_MAX_CLIENTS) {
-        c->closing = TRUE;
-        clientQueue(c, vpProtoReplyError("too many connections to vcpuplaced; try again", FALSE),
-                    NULL);
+    /* Every slot busy with a request or a peer that spoke (silent ones made room above):
+     * refused at once, so that a burst of idle peers cannot queue ahead of hooks in the
+     * backlog. */
+    if (n > VP_SERVER_MAX_CLIENTS) {
+        clientRefuse(c, "too many connections to vcpuplaced; try again", &srv->stats.refused_full);
         return TRUE;
     }
     clientRead(c);
@@ -460,6 +612,9 @@ vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GEr
         g_prefix_error(error, "cannot bind %s: ", path);
         return NULL;
     }
+    /* GLib's default backlog of 10 made a burst of hooks fail to connect while the daemon
+     * was healthy. */
+    g_socket_set_listen_backlog(sock, SOMAXCONN);
     if (g_chmod(path, 0600) < 0 || !g_socket_listen(sock, error)) {
         if (error && !*error)
             g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "chmod %s: %s", path,
@@ -489,8 +644,28 @@ vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GEr
         return NULL;
     }
     g_signal_connect(srv->service, "incoming", G_CALLBACK(onIncoming), srv);
+    srv->idle_ms = VP_SERVER_IDLE_MS;
+    srv->sweep = g_timeout_source_new(VP_SERVER_SWEEP_MS);
+    g_source_set_callback(srv->sweep, serverSweep, srv, NULL);
+    g_source_attach(srv->sweep, srv->ctx);
     srv->thread = g_thread_new("vp-socket", serverMain, srv);
     return srv;
+}
+
+void
+vpServerSetIdleTimeout(vpServer *srv, guint ms)
+{
+    g_atomic_int_set(&srv->idle_ms, ms);
+}
+
+void
+vpServerGetStats(vpServer *srv, vpServerStats *out)
+{
+    out->refused_full = g_atomic_int_get(&srv->stats.refused_full);
+    out->refused_peer = g_atomic_int_get(&srv->stats.refused_peer);
+    out->refused_long = g_atomic_int_get(&srv->stats.refused_long);
+    out->closed_idle = g_atomic_int_get(&srv->stats.closed_idle);
+    out->queued = g_atomic_int_get(&srv->stats.queued);
 }
 
 void

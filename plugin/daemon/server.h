@@ -1,7 +1,9 @@
 /*
  * The daemon's Unix socket: accepts root peers only, reads JSON lines with a size bound,
  * hands each request to one handler and writes its reply. A bad message gets an error
- * reply; an oversized one gets an error reply and the connection is closed.
+ * reply; an oversized one gets an error reply and the connection is closed. Connections
+ * are limited in number (some slots kept for the hook's operations), time out when idle,
+ * and get at most a bounded number of replies queued; refusals are logged and counted.
  */
 #pragma once
 
@@ -41,3 +43,21 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpServer, vpServerFree)
 /* Answers a kept call; takes reply, *after (may be NULL) and call. Any thread; once the
  * server is freed the reply is dropped and after's destroy runs. */
 void vpServerCallReply(vpServerCall *call, JsonNode *reply, const vpServerAfter *after);
+
+/* A connection with no request pending, no reply owed and nothing asked for this long is
+ * closed. */
+#define VP_SERVER_IDLE_MS 10000
+/* Any thread; applies from the next check (four times a second). */
+void vpServerSetIdleTimeout(vpServer *srv, guint ms);
+
+/* What the server refused and closed since it started, for metrics and tests. */
+typedef struct {
+    gint refused_full; /* every slot busy with peers that spoke, or a hook
+                        * slot asked something else */
+    gint refused_peer; /* not root, or no credentials */
+    gint refused_long; /* a message over VP_PROTO_MAX_MESSAGE */
+    gint closed_idle;  /* closed by the idle timeout */
+    gint queued;       /* replies now waiting to be written, all connections */
+} vpServerStats;
+/* Any thread. */
+void vpServerGetStats(vpServer *srv, vpServerStats *out);

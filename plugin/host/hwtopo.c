@@ -99,6 +99,17 @@ vpHwtopoLoad(const char *source, hwloc_const_bitmap_t host, hwloc_const_bitmap_t
     allowed = hwloc_topology_get_allowed_cpuset(hw);
     complete = hwloc_topology_get_complete_cpuset(hw);
     online = hwloc_topology_get_topology_cpuset(hw);
+    /* An XML export can declare any cpuset, an infinite one too: walking that never ends. */
+    if (hwloc_bitmap_weight(complete) < 0 || hwloc_bitmap_last(complete) >= VP_TOPOLOGY_MAX_CPUS) {
+        g_autofree char *shown = NULL;
+        hwloc_bitmap_list_asprintf(&shown, complete);
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "topology '%s': complete_cpuset %.40s reaches past the largest CPU number "
+                    "handled (%d)",
+                    source, shown ? shown : "?", VP_TOPOLOGY_MAX_CPUS - 1);
+        hwloc_topology_destroy(hw);
+        return NULL;
+    }
     while ((pu = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_PU, pu))) {
         vpTopologyAddPU(topo, pu->os_index, ancestorIndex(pu, HWLOC_OBJ_PACKAGE), numaIndex(hw, pu),
                         ancestorIndex(pu, HWLOC_OBJ_L3CACHE), clusterIndex(pu), coreIndex(hw, pu),

@@ -1,12 +1,16 @@
 /*
  * Ledger file I/O. The save relies on GLib's consistent and durable file replacement, the
- * load refuses a file too large to be a ledger before reading it.
+ * load reads only regular files, and no more than a ledger can be.
  */
 #include "host/ledgerfile.h"
 #include "core/error.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* A ledger for thousands of domains is well under a megabyte; this only stops a
  * mistaken path (a disk image, /dev/zero) from being read into memory. */
@@ -30,32 +34,101 @@ vpLedgerFileSave(const vpLedger *ledger, const char *path, GError **error)
     return TRUE;
 }
 
+/* Reads path into *data: a regular file of at most VP_LEDGER_MAX_BYTES, opened without
+ * blocking (a FIFO) and read with that limit (st_size says 0 for /dev/zero and /proc).
+ * A missing file is not an error: TRUE with *data NULL. */
+static gboolean
+ledgerReadFile(const char *path, char **data, gsize *len, GError **error)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return TRUE;
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(errno));
+        return FALSE;
+    }
+    struct stat st;
+    g_autoptr(GString) buf = NULL;
+    gboolean ok = FALSE;
+    if (fstat(fd, &st) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s is not a regular file", path);
+        goto out;
+    }
+    buf = g_string_sized_new(MIN(st.st_size, VP_LEDGER_MAX_BYTES) + 1);
+    for (;;) {
+        char chunk[65536];
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        if (buf->len + n > VP_LEDGER_MAX_BYTES) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "ledger %s: more than a ledger can be (%d bytes)", path,
+                        VP_LEDGER_MAX_BYTES);
+            goto out;
+        }
+        g_string_append_len(buf, chunk, n);
+    }
+    *len = buf->len;
+    *data = g_string_free(g_steal_pointer(&buf), FALSE);
+    ok = TRUE;
+out:
+    close(fd);
+    return ok;
+}
+
+/* g_file_set_contents_full() writes "NAME.XXXXXX" (g_mkstemp's six characters) beside
+ * NAME and renames it over NAME; a SIGKILL between the two leaves it for ever. */
+static gboolean
+isTemporary(const char *base, const char *entry)
+{
+    gsize n = strlen(base);
+    if (strncmp(entry, base, n) != 0 || entry[n] != '.' || strlen(entry + n + 1) != 6)
+        return FALSE;
+    for (const char *c = entry + n + 1; *c; c++)
+        if (!g_ascii_isalnum(*c) && *c != '_' && *c != '-')
+            return FALSE;
+    return TRUE;
+}
+
+guint
+vpLedgerFileClearTemporaries(const char *path)
+{
+    g_autofree char *dirname = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    g_autoptr(GDir) dir = g_dir_open(dirname, 0, NULL);
+    guint removed = 0;
+    const char *entry;
+    while (dir && (entry = g_dir_read_name(dir))) {
+        if (!isTemporary(base, entry))
+            continue;
+        g_autofree char *full = g_build_filename(dirname, entry, NULL);
+        struct stat st;
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && unlink(full) == 0)
+            removed++;
+    }
+    return removed;
+}
+
 vpLedger *
 vpLedgerFileLoad(const vpTopology *topo, const char *path, GError **error)
 {
-    g_autoptr(GError) local = NULL;
     g_autofree char *data = NULL;
-    GStatBuf st;
-    gsize len;
+    gsize len = 0;
 
-    if (g_stat(path, &st) < 0) {
-        int err = errno;
-
-        if (err == ENOENT)
-            return vpLedgerNew(topo);
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, g_strerror(err));
+    if (!ledgerReadFile(path, &data, &len, error))
         return NULL;
-    }
-    if (st.st_size > VP_LEDGER_MAX_BYTES) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "ledger %s: %lld bytes is more than a ledger can be (%d)", path,
-                    (long long)st.st_size, VP_LEDGER_MAX_BYTES);
-        return NULL;
-    }
-    if (!g_file_get_contents(path, &data, &len, &local)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "ledger %s: %s", path, local->message);
-        return NULL;
-    }
+    if (!data)
+        return vpLedgerNew(topo);
     return vpLedgerFromText(topo, data, len, path, error);
 }
 

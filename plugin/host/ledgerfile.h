@@ -10,6 +10,9 @@
 gboolean vpLedgerFileSave(const vpLedger *ledger, const char *path, GError **error);
 /* A missing file is an empty ledger; a corrupt or truncated one is an error naming it. */
 vpLedger *vpLedgerFileLoad(const vpTopology *topo, const char *path, GError **error);
+/* Removes what a save killed midway leaves beside path (GLib's temporary "NAME.XXXXXX"
+ * files); returns how many were removed. Run before anything saves. */
+guint vpLedgerFileClearTemporaries(const char *path);
 /* Moves an unreadable ledger out of the way (PATH.unreadable-SECONDS), so that the next save
  * does not destroy what an operator may want to look at; returns the new name. */
 char *vpLedgerFileSetAside(const char *path, GError **error);

@@ -4,6 +4,7 @@
  * with '/', and so does this code, with "." and ".." besides.
  */
 #include "host/threads.h"
+#include "host/procstat.h"
 #include "core/error.h"
 
 #include <errno.h>
@@ -108,8 +109,16 @@ vpVcpuThreadsFind(const char *rundir, const char *proc, const char *name, GError
     }
     g_autofree char *pidfile = g_strdup_printf("%s/%s.pid", rundir, name);
     pid_t pid;
-    if (!readPid(pidfile, &pid, error) || !isQemuOf(proc, pid, name, error))
+    vpProcStat st;
+    if (!readPid(pidfile, &pid, error) || !isQemuOf(proc, pid, name, error) ||
+        !vpProcStatRead(proc, pid, &st, error))
         return NULL;
+    /* The command line is the process's own to write; its start time is not: QEMU wrote
+     * the pidfile once it ran, so a process that started later holds a reused pid. */
+    if (!vpProcStartedBefore(&st, pidfile, error)) {
+        g_prefix_error(error, "QEMU of %s: ", name);
+        return NULL;
+    }
 
     g_autofree char *taskdir = g_strdup_printf("%s/%d/task", proc, (int)pid);
     g_autoptr(GError) err = NULL;
@@ -135,6 +144,7 @@ vpVcpuThreadsFind(const char *rundir, const char *proc, const char *name, GError
     }
     vpVcpuThreads *t = g_new0(vpVcpuThreads, 1);
     t->pid = pid;
+    t->start_ticks = st.start_ticks;
     t->nvcpus = tids->len;
     t->tids = (pid_t *)g_array_free(g_steal_pointer(&tids), FALSE);
     return t;

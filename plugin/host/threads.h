@@ -3,7 +3,8 @@
  *
  * libvirt 9.0 has no API for vCPU thread ids short of a QEMU monitor command, which
  * taints the domain. They are found the way an operator would: libvirt's pidfile for the
- * domain, checked against the process's command line ("-name guest=NAME,"), and the vCPU
+ * domain, checked against the process's command line ("-name guest=NAME,") and its start
+ * time (not after the pidfile was written: a reused pid fails), and the vCPU
  * threads by the names QEMU gives them with debug-threads=on, which libvirt always sets:
  * "CPU N/KVM", "CPU N/TCG".
  */
@@ -14,8 +15,9 @@
 
 typedef struct {
     pid_t pid;
-    unsigned nvcpus; /* highest vCPU index found + 1 */
-    pid_t *tids;     /* per vCPU, 0 when QEMU has no thread for it (offline) */
+    guint64 start_ticks; /* the process's start time (host/procstat.h) */
+    unsigned nvcpus;     /* highest vCPU index found + 1 */
+    pid_t *tids;         /* per vCPU, 0 when QEMU has no thread for it (offline) */
 } vpVcpuThreads;
 
 void vpVcpuThreadsFree(vpVcpuThreads *t);

@@ -79,6 +79,109 @@ vpDomXMLOnResolveEntity(void *ctx, const xmlChar *public_id, const xmlChar *syst
     return NULL;
 }
 
+/* Where the construct opened at xml[i] ends (after close), or len when it does not. */
+static gsize
+vpDomXMLSkipTo(const char *xml, gsize len, gsize i, const char *close, guint *line)
+{
+    gsize n = strlen(close);
+    for (; i + n <= len; i++) {
+        if (xml[i] == '\n')
+            (*line)++;
+        else if (memcmp(xml + i, close, n) == 0)
+            return i + n;
+    }
+    return len;
+}
+
+typedef struct {
+    const char *what;
+    guint line, nodes, attrs, refs;
+} vpDomXMLCount;
+
+/* Counts one more of something bounded by max; FALSE with the error past it. */
+static gboolean
+vpDomXMLCountOne(vpDomXMLCount *c, guint *count, int max, const char *things, GError **error)
+{
+    if (++*count <= (guint)max)
+        return TRUE;
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: line %u: more than %d %s", c->what, c->line,
+                max, things);
+    return FALSE;
+}
+
+#define VP_DOMXML_REFS "character and entity references"
+
+/* The inside of a start tag from xml[*i] (after its '<') to its '>': attributes are the
+ * '=' outside quoted values. */
+static gboolean
+vpDomXMLScanTag(vpDomXMLCount *c, const char *xml, gsize len, gsize *i, GError **error)
+{
+    gsize start = *i;
+    guint attrs = 0, at = c->line;
+    char quote = 0;
+    for (; *i < len && (quote || xml[*i] != '>'); (*i)++) {
+        char ch = xml[*i];
+        if (ch == '\n')
+            c->line++;
+        if (ch == '&' && !vpDomXMLCountOne(c, &c->refs, VP_DOMXML_MAX_REFS, VP_DOMXML_REFS, error))
+            return FALSE;
+        if (quote) {
+            if (ch == quote)
+                quote = 0;
+        } else if (ch == '"' || ch == '\'') {
+            quote = ch;
+        } else if (ch == '=') {
+            if (++attrs > VP_DOMXML_MAX_ATTRS) {
+                gsize n = strcspn(xml + start, " \t\r\n/>");
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "%s: line %u: element <%.*s> has more than %d attributes", c->what, at,
+                            (int)MIN(n, 40), xml + start, VP_DOMXML_MAX_ATTRS);
+                return FALSE;
+            }
+            if (!vpDomXMLCountOne(c, &c->attrs, VP_DOMXML_MAX_ALL_ATTRS, "attributes in all",
+                                  error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* Counts nodes, attributes (per element and in all) and character or entity references
+ * lexically, and refuses a document past the VP_DOMXML_MAX_* bounds before libxml2 sees
+ * it. Malformed markup is left for libxml2 to report. */
+static gboolean
+vpDomXMLPrescan(const char *what, const char *xml, gsize len, GError **error)
+{
+    vpDomXMLCount c = {.what = what, .line = 1};
+    for (gsize i = 0; i < len;) {
+        char ch = xml[i];
+        if (ch == '\n')
+            c.line++;
+        if (ch == '&' && !vpDomXMLCountOne(&c, &c.refs, VP_DOMXML_MAX_REFS, VP_DOMXML_REFS, error))
+            return FALSE;
+        if (ch != '<') {
+            i++;
+            continue;
+        }
+        if (len - i >= 2 && xml[i + 1] == '/') {
+            i = vpDomXMLSkipTo(xml, len, i + 2, ">", &c.line);
+            continue;
+        }
+        if (!vpDomXMLCountOne(&c, &c.nodes, VP_DOMXML_MAX_NODES,
+                              "elements, comments and other nodes", error))
+            return FALSE;
+        if (len - i >= 4 && memcmp(xml + i, "<!--", 4) == 0)
+            i = vpDomXMLSkipTo(xml, len, i + 4, "-->", &c.line);
+        else if (len - i >= 9 && memcmp(xml + i, "<![CDATA[", 9) == 0)
+            i = vpDomXMLSkipTo(xml, len, i + 9, "]]>", &c.line);
+        else if (len - i >= 2 && xml[i + 1] == '?')
+            i = vpDomXMLSkipTo(xml, len, i + 2, "?>", &c.line);
+        else if (i++, !vpDomXMLScanTag(&c, xml, len, &i, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 /* Parses a whole document; what names it in messages ("domain XML", "policy XML"). */
 static xmlDocPtr
 vpDomXMLRead(const char *what, const char *xml, gsize len, GError **error)
@@ -94,6 +197,8 @@ vpDomXMLRead(const char *what, const char *xml, gsize len, GError **error)
                     VP_DOMXML_MAX_BYTES);
         return NULL;
     }
+    if (!vpDomXMLPrescan(what, xml, len, error))
+        return NULL;
     if (!(ctxt = xmlNewParserCtxt())) {
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "%s: cannot create an XML parser", what);
         return NULL;

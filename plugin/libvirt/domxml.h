@@ -10,6 +10,15 @@
 #include "core/request.h"
 
 #define VP_DOMXML_MAX_BYTES (4 * 1024 * 1024)
+/* Within the size, what a document may hold before libxml2 sees it: libxml2 2.9 checks
+ * attributes for duplicates in time quadratic in their number per element (47,000 took
+ * 2.5 s), and every node, attribute and character reference costs its share, so these
+ * bounds keep any accepted input's parse within 50 ms (tests/bench/bench-domxml). A
+ * libvirt domain has a few hundred nodes with a handful of attributes each. */
+#define VP_DOMXML_MAX_ATTRS 32
+#define VP_DOMXML_MAX_ALL_ATTRS 10000
+#define VP_DOMXML_MAX_NODES 10000
+#define VP_DOMXML_MAX_REFS 20000
 
 /* defaults: the daemon's policy defaults, used for attributes the metadata leaves out. */
 vpRequest *vpDomXMLParse(const char *xml, gsize len, const vpPolicy *defaults, GError **error);

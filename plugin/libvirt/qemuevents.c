@@ -6,6 +6,8 @@
 #include "libvirt/qemuevents.h"
 #include "core/error.h"
 
+#include "core/jsonparse.h"
+
 #include <json-glib/json-glib.h>
 #include <libvirt/libvirt-qemu.h>
 #include <libvirt/virterror.h>
@@ -71,10 +73,10 @@ vcpuOfQomPath(const char *path)
 vpVcpuThreadEvent *
 vpVcpuThreadEventParse(const char *details, GError **error)
 {
-    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(JsonNode) root = NULL;
     g_autoptr(GError) err = NULL;
     g_autoptr(vpVcpuThreadEvent) ev = g_new0(vpVcpuThreadEvent, 1);
-    JsonNode *root, *path;
+    JsonNode *path;
     JsonObject *o;
     gint64 index, tid;
 
@@ -82,13 +84,12 @@ vpVcpuThreadEventParse(const char *details, GError **error)
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: no data", VP_QEMU_VCPU_EVENT);
         return NULL;
     }
-    if (!json_parser_load_from_data(parser, details, -1, &err)) {
+    if (!(root = vpJsonParse(details, -1, &err))) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: data is not JSON: %s",
                     VP_QEMU_VCPU_EVENT, err->message);
         return NULL;
     }
-    root = json_parser_get_root(parser);
-    if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
+    if (!JSON_NODE_HOLDS_OBJECT(root)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s: data is not a JSON object",
                     VP_QEMU_VCPU_EVENT);
         return NULL;

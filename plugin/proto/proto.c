@@ -5,6 +5,8 @@
  */
 #include "proto/proto.h"
 
+#include "core/jsonparse.h"
+
 #include <gio/gunixsocketaddress.h>
 #include <string.h>
 
@@ -40,31 +42,6 @@ vpProtoEncode(JsonNode *node, gsize *len)
     return line;
 }
 
-/* Where the object that starts the text ends. json-glib has checked its syntax, so
- * counting brackets outside strings finds it. */
-static gsize
-objectEnd(const char *text, gsize len)
-{
-    int depth = 0;
-    gboolean in_string = FALSE;
-    for (gsize i = 0; i < len; i++) {
-        char ch = text[i];
-        if (in_string) {
-            if (ch == '\\')
-                i++;
-            else if (ch == '"')
-                in_string = FALSE;
-        } else if (ch == '"') {
-            in_string = TRUE;
-        } else if (ch == '{' || ch == '[') {
-            depth++;
-        } else if ((ch == '}' || ch == ']') && --depth == 0) {
-            return i + 1;
-        }
-    }
-    return len;
-}
-
 JsonObject *
 vpProtoDecodeObject(const char *line, gsize len, GError **error)
 {
@@ -77,29 +54,22 @@ vpProtoDecodeObject(const char *line, gsize len, GError **error)
                     "message contains a NUL byte");
         return NULL;
     }
-    g_autoptr(JsonParser) parser = json_parser_new_immutable();
     g_autoptr(GError) err = NULL;
-    if (!json_parser_load_from_data(parser, line, len, &err)) {
+    JsonObject *obj = vpJsonParseObject(line, len, &err);
+    if (!obj)
         g_set_error(error, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL, "invalid JSON: %s",
                     err->message);
-        return NULL;
-    }
-    JsonNode *root = json_parser_get_root(parser);
-    if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
-                    "message is not a JSON object");
-        return NULL;
-    }
-    /* json-glib 1.6 ignores whatever follows the first value; a message is one object. */
-    gsize end = objectEnd(line, len);
-    while (end < len && strchr(" \t\r\n", line[end]))
-        end++;
-    if (end < len) {
-        g_set_error(error, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
-                    "message has more after its JSON object (one object per line)");
-        return NULL;
-    }
-    return json_object_ref(json_node_get_object(root));
+    return obj;
+}
+
+gboolean
+vpProtoIsHookOp(const char *op)
+{
+    static const char *const hook_ops[] = {"reserve", "started", "release", "reconnect"};
+    for (gsize i = 0; i < G_N_ELEMENTS(hook_ops); i++)
+        if (strcmp(op, hook_ops[i]) == 0)
+            return TRUE;
+    return FALSE;
 }
 
 JsonNode *

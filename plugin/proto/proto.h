@@ -43,6 +43,10 @@ char *vpProtoEncode(JsonNode *node, gsize *len);
 /* One line without its newline -> the object it holds; errors say what is wrong. */
 JsonObject *vpProtoDecodeObject(const char *line, gsize len, GError **error);
 
+/* Whether op is one the hook asks (reserve, started, release, reconnect): the daemon keeps
+ * connection slots for these, because a start waits on them. */
+gboolean vpProtoIsHookOp(const char *op);
+
 JsonNode *vpProtoReplyOk(JsonObject **object);
 JsonNode *vpProtoReplyError(const char *message, gboolean refused);
 

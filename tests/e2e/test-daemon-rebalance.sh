@@ -11,7 +11,14 @@
 #
 # Checked: where vcpuplace pins (its status, virsh vcpupin and /proc agree), that the two
 # are apart after the reload, that run time per second rose by a clear factor, and that no
-# move follows. Printed and written as JSON (VP_E2E_REBALANCE_OUT, default
+# move follows.
+#
+# The machine need not be idle. Other work on CPU 1 (other tests, builds) is measured
+# before the reload: the rebalancer's idle threshold is set above it, so CPU 1 is a target
+# for this test although not idle, and the guests' cgroup gets the largest CPU weight, so
+# that once apart they take the time they want from that other work. The gain is measured
+# over up to three windows. The test skips only when CPU 1 is so busy (over 90%) that no
+# move could show, and says what it measured. Printed and written as JSON (VP_E2E_REBALANCE_OUT, default
 # $VP_E2E_STATE/rebalance.json), not asserted: the time from the reload to the move, the
 # run time per second before, after and over the steady period.
 . "$(dirname "$0")/lib.sh"
@@ -24,6 +31,9 @@ figures=${VP_E2E_REBALANCE_OUT:-${VP_E2E_STATE:-$e2e_tmp}/rebalance.json}
 # A move doubles a guest's share of CPU; less than this is not the move's doing.
 min_gain=1.5
 window=10
+gain_tries=3
+# Busier than this with other work, CPU 1 cannot show what a move gains.
+max_foreign=0.9
 
 online=$(e2e_cpus "$(cat /sys/devices/system/cpu/online)")
 case ",$online," in
@@ -54,7 +64,7 @@ chmod 0644 "$boot/bzImage" "$boot/busy.cpio.gz"
 
 # ---- the daemon: host CPUs limited to CPU 0 ---------------------------------------------
 prom=$e2e_tmp/vcpuplace.prom
-write_config() { # host_cpus
+write_config() { # host_cpus [idle_busy]
     cat >"$vpd_conf" <<EOF
 [daemon]
 uri=qemu:///system
@@ -70,8 +80,9 @@ textfile=$prom
 # On a two-CPU host the CPU without vCPUs still runs libvirtd, this daemon (its resync
 # after the reload) and this test (measured: 6% busy with the light poll below, 20% with a
 # poll that forked): "idle" here means no vCPU on it, not the default 10% of a big host's
-# spare core, which leaves this test too little margin.
-idle_busy=0.5
+# spare core, which leaves this test too little margin. Raised above what other work
+# takes of CPU 1 when that is more (measured before the reload).
+idle_busy=${2:-0.5}
 EOF
 }
 write_config 0
@@ -95,6 +106,39 @@ e2e_expect_match "$gb degraded: time-shares CPU 0" 'smt=share overcommitted' "$(
 
 pida=$(e2e_qemu_pid $ga)
 pidb=$(e2e_qemu_pid $gb)
+
+# The guests' top-level CPU cgroup (libvirt's machine slice) gets the largest weight for
+# the test, restored at exit: other work beside the test then yields CPU time to them.
+cpu_cgroup_weight() { # pid: sets weight_file to the weight file of its top-level cgroup
+    local line path='' f
+    weight_file=
+    while IFS= read -r line; do
+        case $line in
+        *:cpu,cpuacct:* | *:cpu:* | *:cpuacct,cpu:*) path=${line#*:*:} ;;
+        0::*) [ -n "$path" ] || path=${line#0::} ;;
+        esac
+    done <"/proc/$1/cgroup"
+    path=${path#/}
+    path=/${path%%/*}
+    [ "$path" != / ] || return 1
+    for f in /sys/fs/cgroup/cpu$path/cpu.shares /sys/fs/cgroup/cpu,cpuacct$path/cpu.shares \
+        /sys/fs/cgroup$path/cpu.weight /sys/fs/cgroup/unified$path/cpu.weight; do
+        [ -w "$f" ] && weight_file=$f && return 0
+    done
+    return 1
+}
+if cpu_cgroup_weight "$pida"; then
+    old_weight=$(cat "$weight_file")
+    case $weight_file in *cpu.shares) top_weight=262144 ;; *) top_weight=10000 ;; esac
+    if echo "$top_weight" >"$weight_file" 2>/dev/null; then
+        e2e_at_exit "echo '$old_weight' >'$weight_file'"
+        echo "guests' cgroup weight: $weight_file $old_weight -> $top_weight (restored at exit)"
+    else
+        echo "guests' cgroup weight: cannot write $weight_file; other work keeps its share"
+    fi
+else
+    echo "guests' cgroup weight: no CPU weight file for: $(tr '\n' ' ' <"/proc/$pida/cgroup")"
+fi
 tida=$(e2e_vcpu_threads "$pida" | awk '$1 == 0 { print $2 }')
 tidb=$(e2e_vcpu_threads "$pidb" | awk '$1 == 0 { print $2 }')
 
@@ -159,11 +203,13 @@ read -r busy0 total0 < <(cpu1_ticks)
 read -r before_a before_b < <(rates $window)
 read -r busy1 total1 < <(cpu1_ticks)
 cpu1_busy=$(awk -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) 'BEGIN { printf "%.2f", b / t }')
-echo "CPU 1, not yet usable by vcpuplace: busy $cpu1_busy of the time"
-# The rebalancer moves a vCPU only to an idle CPU: another workload there (ctest -j beside
-# this test, a build) would take the place the test needs.
-awk -v b="$cpu1_busy" 'BEGIN { exit !(b < 0.3) }' ||
-    e2e_skip "CPU 1 is busy ${cpu1_busy} of the time with other work; the rebalancer moves vCPUs only to idle CPUs (run the e2e tier alone)"
+echo "CPU 1, not yet usable by vcpuplace: busy $cpu1_busy of the time with other work"
+awk -v b="$cpu1_busy" -v m=$max_foreign 'BEGIN { exit !(b < m) }' ||
+    e2e_skip "CPU 1 was busy ${cpu1_busy} of ${window} s with other work (over $max_foreign): no move could show what it gains"
+# "Idle" for the rebalancer: less other work than this; above what was measured, so that
+# CPU 1 is this test's target whatever else runs there.
+idle_busy=$(awk -v b="$cpu1_busy" 'BEGIN { t = b + 0.25; if (t < 0.5) t = 0.5; if (t > 0.95) t = 0.95; printf "%.2f", t }')
+echo "rebalancer idle threshold for the reload: $idle_busy"
 echo "sharing CPU 0: run time per second $ga $before_a, $gb $before_b"
 awk -v a="$before_a" -v b="$before_b" 'BEGIN { exit !(a > 0.2 && b > 0.2) }' ||
     e2e_fail "the guests do not run (run time per second $before_a, $before_b): not booted?"
@@ -179,7 +225,7 @@ e2e_expect_match "rebalance --dry-run: nothing to move to while CPU 1 is not usa
 e2e_expect_match "rebalance --dry-run says why" "of '$ga' \(smt=share\) stays: no idle target" "$dry"
 
 # ---- widen host_cpus and reload ---------------------------------------------------------
-write_config 0-1
+write_config 0-1 "$idle_busy"
 t_reload=$(vp_now_ms)
 kill -HUP "$vpd_pid"
 wait_apart 120 ||
@@ -208,13 +254,20 @@ fi
 e2e_pass "neither guest is reported overcommitted any more"
 
 sleep 3
-read -r after_a after_b < <(rates $window)
-echo "apart: run time per second $ga $after_a, $gb $after_b"
-gain_a=$(awk -v x="$after_a" -v y="$before_a" 'BEGIN { printf "%.2f", x / y }')
-gain_b=$(awk -v x="$after_b" -v y="$before_b" 'BEGIN { printf "%.2f", x / y }')
-echo "gain: $ga ${gain_a}x, $gb ${gain_b}x (expected about 2x)"
-awk -v a="$gain_a" -v b="$gain_b" -v m=$min_gain 'BEGIN { exit !(a >= m && b >= m) }' ||
-    e2e_fail "run time per second did not rise by ${min_gain}x: $ga ${gain_a}x, $gb ${gain_b}x"
+gained=
+for ((try = 1; try <= gain_tries; try++)); do
+    read -r after_a after_b < <(rates $window)
+    gain_a=$(awk -v x="$after_a" -v y="$before_a" 'BEGIN { printf "%.2f", x / y }')
+    gain_b=$(awk -v x="$after_b" -v y="$before_b" 'BEGIN { printf "%.2f", x / y }')
+    echo "apart, window $try: run time per second $ga $after_a, $gb $after_b;" \
+        "gain $ga ${gain_a}x, $gb ${gain_b}x (expected about 2x)"
+    if awk -v a="$gain_a" -v b="$gain_b" -v m=$min_gain 'BEGIN { exit !(a >= m && b >= m) }'; then
+        gained=1
+        break
+    fi
+done
+[ -n "$gained" ] ||
+    e2e_fail "run time per second did not rise by ${min_gain}x in $gain_tries windows of $window s: $ga ${gain_a}x, $gb ${gain_b}x (CPU 1 was ${cpu1_busy} busy with other work before)"
 e2e_pass "each guest runs at least ${min_gain}x as much per second"
 
 # ---- steady load: no further move -------------------------------------------------------
@@ -252,6 +305,8 @@ json.dump({
     "moved": "$moved",
     "react_ms": $react_ms,
     "cpu1_busy_before": $cpu1_busy,
+    "idle_busy": $idle_busy,
+    "gain_windows": $try,
     "window_s": $window,
     "run_per_s_before": [$before_a, $before_b],
     "run_per_s_after": [$after_a, $after_b],

@@ -564,6 +564,60 @@ START_TEST(test_load_unreadable)
 }
 END_TEST
 
+/* A PU beyond 64 bits is refused, not wrapped: 2^64 + 6 once read as CPU 6. */
+START_TEST(test_load_huge_pu)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autofree char *path = g_build_filename(tmpdir, "ledger.json", NULL);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) plan = makePlan("old", NULL, (int[]){6, -1}, NULL, NULL);
+    g_autoptr(GError) err = NULL;
+
+    ck_assert(vpLedgerAdd(ledger, plan, NULL));
+    g_autofree char *text = ledgerText(ledger);
+    g_autofree char *edited = replaceAll(text, "\"pu\":6", "\"pu\":18446744073709551622");
+    ck_assert(g_file_set_contents(path, edited, -1, NULL));
+    g_autoptr(vpLedger) loaded = vpLedgerFileLoad(topo, path, &err);
+    ck_assert_msg(!loaded, "a PU of 2^64 + 6 loaded");
+    ck_assert_msg(strstr(err->message, "integer 18446744073709551622 is outside 64 bits"), "%s",
+                  err->message);
+}
+END_TEST
+
+/* A ledger nested 100,000 deep once overflowed json-glib's stack at every start. */
+START_TEST(test_load_deep)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autofree char *path = g_build_filename(tmpdir, "ledger.json", NULL);
+    g_autofree char *deep = g_strnfill(100000, '[');
+    g_autoptr(GError) err = NULL;
+
+    ck_assert(g_file_set_contents(path, deep, -1, NULL));
+    g_autoptr(vpLedger) loaded = vpLedgerFileLoad(topo, path, &err);
+    ck_assert_ptr_null(loaded);
+    ck_assert_msg(strstr(err->message, "nested deeper than"), "%s", err->message);
+}
+END_TEST
+
+/* Only a regular file is a ledger: /dev/zero once grew without end (its st_size is 0) and
+ * a FIFO blocked the start for ever. */
+START_TEST(test_load_not_regular)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autofree char *fifo = g_build_filename(tmpdir, "fifo", NULL);
+    const char *const paths[] = {"/dev/zero", fifo};
+
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    for (gsize i = 0; i < G_N_ELEMENTS(paths); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autoptr(vpLedger) loaded = vpLedgerFileLoad(topo, paths[i], &err);
+        ck_assert_msg(!loaded, "%s loaded as a ledger", paths[i]);
+        g_autofree char *want = g_strdup_printf("ledger %s is not a regular file", paths[i]);
+        ck_assert_str_eq(err->message, want);
+    }
+}
+END_TEST
+
 /* A save that fails halfway (here: the file size limit stops the write) must leave the
  * previous ledger byte for byte, and no temporary file behind. */
 START_TEST(test_save_failure_keeps_old)
@@ -643,6 +697,9 @@ vpTestSuite(void)
     tcase_add_test(files, test_load_empty_file);
     tcase_add_test(files, test_load_foreign_pus);
     tcase_add_test(files, test_load_unreadable);
+    tcase_add_test(files, test_load_huge_pu);
+    tcase_add_test(files, test_load_deep);
+    tcase_add_test(files, test_load_not_regular);
     tcase_add_test(files, test_save_failure_keeps_old);
     tcase_add_test(files, test_save_bad_directory);
     suite_add_tcase(s, files);

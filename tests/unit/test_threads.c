@@ -4,12 +4,14 @@
  * finds real ones).
  */
 #include "host/cookieapply.h"
+#include "host/procstat.h"
 #include "host/threads.h"
 #include "checkmain.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *tmpdir;
 static char *run;
@@ -22,6 +24,27 @@ writeFile(const char *dir, const char *name, const char *text, gsize len)
     g_autofree char *parent = g_path_get_dirname(path);
     ck_assert_int_eq(g_mkdir_with_parents(parent, 0755), 0);
     ck_assert(g_file_set_contents(path, text, len, NULL));
+}
+
+/* A /proc/PID/stat line with this start time (clock ticks after boot); the command name
+ * holds ") " as a process may make it. */
+static char *
+statLine(pid_t pid, guint64 start_ticks)
+{
+    return g_strdup_printf("%d (qemu) x) S 1 %d %d 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 9 0 "
+                           "%" G_GUINT64_FORMAT " 1000000 200 18446744073709551615\n",
+                           (int)pid, (int)pid, (int)pid, start_ticks);
+}
+
+/* The start time of this test's own process: before the pidfile makeQemu() writes. */
+static guint64
+selfStartTicks(void)
+{
+    vpProcStat self;
+
+    ck_assert(vpProcStatRead("/proc", getpid(), &self, NULL));
+    ck_assert_int_eq(self.ppid, getppid());
+    return self.start_ticks;
 }
 
 static void
@@ -58,6 +81,8 @@ makeQemu(void)
     writeFile(proc, "4242/task/4249/comm", "CPU 0/KVM\n", -1);
     writeFile(proc, "4242/task/4251/comm", "IO mon_iothread\n", -1);
     writeFile(proc, "4242/task/4252/comm", "CPU 3/TCG\n", -1);
+    g_autofree char *stat = statLine(4242, selfStartTicks());
+    writeFile(proc, "4242/stat", stat, -1);
 }
 
 static void
@@ -80,6 +105,17 @@ START_TEST(test_vcpu_threads)
     ck_assert_int_eq(t->tids[1], 4250);
     ck_assert_int_eq(t->tids[2], 0);
     ck_assert_int_eq(t->tids[3], 4252);
+    ck_assert_uint_eq(t->start_ticks, selfStartTicks());
+
+    /* The pid reused by a process that started after QEMU wrote the pidfile, and that
+     * names itself as the guest: a stale pidfile once sent the cookie there. */
+    g_autofree char *later = statLine(4242, selfStartTicks() + 3600 * sysconf(_SC_CLK_TCK));
+    g_autofree char *stat = statLine(4242, selfStartTicks());
+    writeFile(proc, "4242/stat", later, -1);
+    ck_assert_ptr_null(vpVcpuThreadsFind(run, proc, "we,b", &err));
+    ck_assert_msg(strstr(err->message, "its pid was reused"), "%s", err->message);
+    g_clear_error(&err);
+    writeFile(proc, "4242/stat", stat, -1);
 
     /* A pidfile naming another guest's QEMU (a stale file, a reused pid). */
     writeFile(run, "other.pid", "4242", -1);

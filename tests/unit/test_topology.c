@@ -163,6 +163,28 @@ START_TEST(test_bad_sources)
 }
 END_TEST
 
+/* Hostile exports: a PU numbered 4294967295 (max_os + 1 wrapped to 0 and the table was
+ * written past its end) and an infinite complete_cpuset (walking it never ended). */
+static const struct {
+    const char *file;
+    const char *error;
+} hostile[] = {
+    {"pu-os-max.xml", "CPU 4294967295 is past the largest CPU number handled (16383)"},
+    {"infinite-cpuset.xml", "complete_cpuset 0-1,64- reaches past the largest CPU number"},
+};
+
+START_TEST(test_hostile_sources)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path =
+        g_build_filename(g_getenv("VP_TOPDIR"), "tests/unit/data/topology", hostile[_i].file, NULL);
+    g_autoptr(vpTopology) topo = vpHwtopoLoad(path, NULL, NULL, &error);
+
+    ck_assert_msg(!topo, "%s loaded", path);
+    ck_assert_msg(strstr(error->message, hostile[_i].error), "%s", error->message);
+}
+END_TEST
+
 START_TEST(test_host)
 {
     g_autoptr(vpTopology) topo = load("host");
@@ -249,6 +271,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_synthetic_smt8_and_nosmt);
     tcase_add_test(tc, test_bad_sources);
     tcase_add_test(tc, test_host);
+    tcase_add_loop_test(tc, test_hostile_sources, 0, G_N_ELEMENTS(hostile));
     tcase_add_loop_test(tc, test_real, 0, G_N_ELEMENTS(real));
     tcase_add_test(tc, test_hybrid_core_sizes);
     suite_add_tcase(s, tc);

@@ -1,0 +1,283 @@
+/*
+ * The socket server's bounds, on real Unix sockets with a handler of our own: the listen
+ * backlog, the per-read bound on queued replies, the idle timeout and the hook's slots.
+ * Runs as root (the server answers root peers only).
+ */
+#include "daemon/server.h"
+#include "proto/proto.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static char *tmpdir;
+static char *sockpath;
+static GMutex gate_lock;
+static GCond gate_cond;
+static gboolean gate_open;
+
+static JsonNode *
+handle(JsonObject *req, vpServerCall *call, vpServerAfter *after, gpointer data)
+{
+    (void)call, (void)after, (void)data;
+    const char *op = vpProtoGetString(req, "op", FALSE, NULL);
+    if (op && strcmp(op, "block") == 0) {
+        g_mutex_lock(&gate_lock);
+        while (!gate_open)
+            g_cond_wait(&gate_cond, &gate_lock);
+        g_mutex_unlock(&gate_lock);
+    }
+    return vpProtoReplyOk(NULL);
+}
+
+static void
+setup(void)
+{
+    tmpdir = g_dir_make_tmp("vp-server-XXXXXX", NULL);
+    sockpath = g_build_filename(tmpdir, "sock", NULL);
+    gate_open = FALSE;
+}
+
+static void
+teardown(void)
+{
+    g_rmdir(tmpdir);
+    g_clear_pointer(&sockpath, g_free);
+    g_clear_pointer(&tmpdir, g_free);
+}
+
+static int
+connectTo(gboolean blocking)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    g_strlcpy(sa.sun_path, sockpath, sizeof(sa.sun_path));
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (blocking ? 0 : SOCK_NONBLOCK), 0);
+    ck_assert_int_ge(fd, 0);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+static void
+sendAll(int fd, const char *text)
+{
+    gsize len = strlen(text), done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, text + done, len - done);
+        ck_assert_int_gt(n, 0);
+        done += n;
+    }
+}
+
+/* One reply line, or "" when the server closed first; waits at most timeout_ms. */
+static char *
+readLine(int fd, int timeout_ms)
+{
+    g_autoptr(GString) line = g_string_new(NULL);
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ck_assert_int_eq(poll(&p, 1, timeout_ms), 1);
+        char ch;
+        ssize_t n = read(fd, &ch, 1);
+        if (n <= 0 || ch == '\n')
+            return g_string_free(g_steal_pointer(&line), FALSE);
+        g_string_append_c(line, ch);
+    }
+}
+
+/* The server's thread busy in a handler accepts nothing: connections wait in the
+ * backlog, which held 10 (GLib's default) and refused the 11th hook with EAGAIN. */
+START_TEST(test_backlog)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    ck_assert_ptr_nonnull(srv);
+    int busy = connectTo(TRUE);
+    sendAll(busy, "{\"op\":\"block\"}\n");
+    g_usleep(200 * 1000);
+
+    int fds[200];
+    int refused = 0;
+    for (int i = 0; i < 200; i++)
+        if ((fds[i] = connectTo(FALSE)) < 0)
+            refused++;
+    ck_assert_int_eq(refused, 0);
+
+    g_mutex_lock(&gate_lock);
+    gate_open = TRUE;
+    g_cond_broadcast(&gate_cond);
+    g_mutex_unlock(&gate_lock);
+    g_autofree char *reply = readLine(busy, 10000);
+    ck_assert_str_eq(reply, "{\"ok\":true}");
+    for (int i = 0; i < 200; i++)
+        close(fds[i]);
+    close(busy);
+}
+END_TEST
+
+typedef struct {
+    int fd;
+    gsize lines;
+} vpWriter;
+
+static gpointer
+writeLines(gpointer data)
+{
+    vpWriter *w = data;
+    g_autofree char *chunk = g_strnfill(65536, '\n');
+    for (gsize done = 0; done < w->lines; done += 65536)
+        sendAll(w->fd, chunk);
+    shutdown(w->fd, SHUT_WR);
+    return NULL;
+}
+
+/* A peer that pipelines empty lines without reading: one 64 KiB read once queued 65,536
+ * replies (120 such peers took 440 MB); 65,536 lines are four reads now. Replies stay
+ * bounded, and every line is answered. */
+START_TEST(test_pipeline_bounded)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    vpWriter w = {.fd = connectTo(TRUE), .lines = 65536};
+    GThread *writer = g_thread_new("writer", writeLines, &w);
+
+    gint most = 0;
+    for (int i = 0; i < 40; i++) {
+        vpServerStats st;
+        vpServerGetStats(srv, &st);
+        most = MAX(most, st.queued);
+        g_usleep(25 * 1000);
+    }
+    ck_assert_int_gt(most, 0);
+    ck_assert_int_le(most, 64);
+
+    gsize replies = 0;
+    char buf[65536];
+    for (;;) {
+        struct pollfd p = {.fd = w.fd, .events = POLLIN};
+        ck_assert_int_eq(poll(&p, 1, 30000), 1);
+        ssize_t n = read(w.fd, buf, sizeof(buf));
+        ck_assert_int_ge(n, 0);
+        if (n == 0)
+            break;
+        for (ssize_t i = 0; i < n; i++)
+            replies += buf[i] == '\n';
+    }
+    g_thread_join(writer);
+    ck_assert_uint_eq(replies, w.lines);
+    close(w.fd);
+}
+END_TEST
+
+/* An idle peer once held its slot for ever. */
+START_TEST(test_idle_timeout)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    vpServerSetIdleTimeout(srv, 300);
+    int fd = connectTo(TRUE);
+    sendAll(fd, "{\"op\":\"x\"}\n");
+    g_autofree char *reply = readLine(fd, 10000);
+    ck_assert_str_eq(reply, "{\"ok\":true}");
+    g_autofree char *eof = readLine(fd, 10000);
+    ck_assert_str_eq(eof, "");
+    vpServerStats st;
+    vpServerGetStats(srv, &st);
+    ck_assert_int_eq(st.closed_idle, 1);
+    close(fd);
+}
+END_TEST
+
+/* 128 idle peers once took every slot and the next hook got "too many connections"; the
+ * last 32 of 256 slots now answer hook operations only, and refusals are counted. The
+ * general peers here have spoken, so none of them is closed to make room. */
+START_TEST(test_hook_slots)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    int general[224];
+    for (int i = 0; i < 224; i++) {
+        general[i] = connectTo(TRUE);
+        sendAll(general[i], "{\"op\":\"status\"}\n");
+        g_autofree char *reply = readLine(general[i], 10000);
+        ck_assert_str_eq(reply, "{\"ok\":true}");
+    }
+
+    int cli = connectTo(TRUE);
+    sendAll(cli, "{\"op\":\"status\"}\n");
+    g_autofree char *refused = readLine(cli, 10000);
+    ck_assert_msg(strstr(refused, "too many connections"), "%s", refused);
+
+    int hook = connectTo(TRUE);
+    sendAll(hook, "{\"op\":\"release\",\"name\":\"vm\"}\n");
+    g_autofree char *served = readLine(hook, 10000);
+    ck_assert_str_eq(served, "{\"ok\":true}");
+
+    /* A hook slot that asks nothing is closed within its short limit. */
+    int silent = connectTo(TRUE);
+    g_autofree char *eof = readLine(silent, 10000);
+    ck_assert_str_eq(eof, "");
+
+    vpServerStats st;
+    vpServerGetStats(srv, &st);
+    ck_assert_int_eq(st.refused_full, 1);
+    ck_assert_int_eq(st.closed_idle, 1);
+    for (int i = 0; i < 224; i++)
+        close(general[i]);
+    close(cli);
+    close(hook);
+    close(silent);
+}
+END_TEST
+
+/* Silent peers filling every slot once turned the next hook away; with every slot taken,
+ * the peer silent longest now makes room. */
+START_TEST(test_silent_make_room)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    int silent[256];
+    for (int i = 0; i < 256; i++)
+        silent[i] = connectTo(TRUE);
+    g_usleep(300 * 1000);
+    int hook = connectTo(TRUE);
+    sendAll(hook, "{\"op\":\"reserve\",\"name\":\"vm\"}\n");
+    g_autofree char *served = readLine(hook, 10000);
+    ck_assert_str_eq(served, "{\"ok\":true}");
+    vpServerStats st;
+    vpServerGetStats(srv, &st);
+    ck_assert_int_eq(st.refused_full, 0);
+    ck_assert_int_ge(st.closed_idle, 1);
+    for (int i = 0; i < 256; i++)
+        close(silent[i]);
+    close(hook);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("server");
+    TCase *tc = tcase_create("bounds");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_backlog);
+    tcase_add_test(tc, test_pipeline_bounded);
+    tcase_add_test(tc, test_idle_timeout);
+    tcase_add_test(tc, test_hook_slots);
+    tcase_add_test(tc, test_silent_make_room);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
