@@ -242,9 +242,7 @@ actuate(vpBalance *b, GPtrArray *batch, GError **error)
     const vpMove *first = g_ptr_array_index(batch, 0);
     const char *name = first->domain;
     vpManager *mgr = manager(b);
-    const vpTopology *topo = vpManagerTopology(mgr);
-    g_autoptr(JsonNode) copy = vpLedgerToJson(vpManagerLedger(mgr));
-    g_autoptr(vpLedger) scratch = vpLedgerFromJson(topo, copy, error);
+    g_autoptr(vpLedger) scratch = vpLedgerCopy(vpManagerLedger(mgr), vpManagerTopology(mgr), error);
     if (!scratch || !vpRebalanceApply(scratch, batch, error))
         return FALSE;
     if (!vpDaemonPin(b->d, name, vpLedgerLookup(scratch, name), error)) {

@@ -246,8 +246,7 @@ record(vpManager *m, const vpPlan *plan, vpDomState state, GError **error)
     g_autofree char *why = g_strdup_printf("its own <cputune> pins collide: %s", err->message);
     vpLogDomain(G_LOG_LEVEL_WARNING, plan->domain, "%s", why);
     vpDomRecord *rec = recordSet(m, plan->domain, VP_DOM_UNPLACED, why);
-    g_autoptr(JsonNode) copy = vpPlanToJson(plan, m->topo);
-    rec->plan = vpPlanFromJson(copy, NULL);
+    rec->plan = vpPlanCopy(plan);
     return TRUE;
 }
 
@@ -276,8 +275,7 @@ vpManagerDryRun(vpManager *m, const char *xml, gsize len, GError **error)
     if (!req->name || !vpLedgerLookup(m->ledger, req->name))
         return vpPlace(m->topo, m->ledger, req, error);
     /* The domain's own current holding must not stand in its way. */
-    g_autoptr(JsonNode) copy = vpLedgerToJson(m->ledger);
-    g_autoptr(vpLedger) without = vpLedgerFromJson(m->topo, copy, error);
+    g_autoptr(vpLedger) without = vpLedgerCopy(m->ledger, m->topo, error);
     if (!without)
         return NULL;
     vpLedgerRemove(without, req->name);
@@ -482,8 +480,7 @@ vpManagerReload(vpManager *m, vpTopology *topo, const vpPolicy *defaults, GPtrAr
                 GError **error)
 {
     g_autoptr(vpTopology) owned = topo;
-    g_autoptr(JsonNode) copy = vpLedgerToJson(m->ledger);
-    g_autoptr(vpLedger) ledger = vpLedgerFromJson(topo, copy, error);
+    g_autoptr(vpLedger) ledger = vpLedgerCopy(m->ledger, topo, error);
     if (!ledger) {
         g_prefix_error(error, "the ledger does not fit the reloaded topology: ");
         return FALSE;
