@@ -7,8 +7,6 @@
  */
 #include "daemon/balance.h"
 #include "core/rebalance.h"
-#include "daemon/cookies.h"
-#include "daemon/metrics.h"
 #include "proto/proto.h"
 #include "host/monitor.h"
 #include "libvirt/threads.h"
@@ -26,7 +24,11 @@ typedef struct {
 } vpTracked;
 
 struct _vpBalance {
-    vpDaemon *d;
+    const vpConfig *cfg;
+    vpManager *mgr;
+    vpActuator *act;
+    void (*interval_func)(gpointer data);
+    gpointer interval_data;
     vpMonitor *mon;
     vpPressure *p;
     vpRebalancer *rb;
@@ -42,7 +44,7 @@ struct _vpBalance {
     guint64 failed_total; /* libvirt did not take them */
     guint64 reloads;
     gint64 last_tick_us; /* how long the last tick took */
-    gboolean warned_rundir, warned_stat, warned_textfile;
+    gboolean warned_rundir, warned_stat;
 };
 
 static void logEvent(const char *domain, const char *event, GLogLevelFlags level, const char *fmt,
@@ -68,18 +70,6 @@ logEvent(const char *domain, const char *event, GLogLevelFlags level, const char
         {"VCPUPLACE_DOMAIN", domain, -1},
     };
     g_log_structured_array(level, fields, G_N_ELEMENTS(fields) - (domain ? 0 : 1));
-}
-
-static const vpConfig *
-config(const vpBalance *b)
-{
-    return vpDaemonConfig(b->d);
-}
-
-static vpManager *
-manager(const vpBalance *b)
-{
-    return vpDaemonManager(b->d);
 }
 
 static char *
@@ -111,13 +101,13 @@ trackedFree(gpointer data)
 static void
 scan(vpBalance *b, vpTracked *t)
 {
-    const char *rundir = vpConfigQemuRunDir(config(b));
+    const char *rundir = vpConfigQemuRunDir(b->cfg);
     if (!rundir) {
         if (!b->warned_rundir)
             logEvent(NULL, "monitor", G_LOG_LEVEL_INFO,
                      "libvirt %s: vCPU thread ids cannot be known for its domains; nothing is "
                      "measured, nothing is moved by itself",
-                     config(b)->uri);
+                     b->cfg->uri);
         b->warned_rundir = TRUE;
         t->rescan = FALSE;
         return;
@@ -178,10 +168,9 @@ forgetDomain(vpBalance *b, const char *name)
     }
 }
 
-static void
-onDomain(vpDaemon *d, const char *name, virDomainPtr dom, const vpPlan *plan, gpointer data)
+void
+vpBalanceDomain(vpBalance *b, const char *name, const vpPlan *plan)
 {
-    vpBalance *b = data;
     if (!plan) {
         forgetDomain(b, name);
         return;
@@ -235,25 +224,6 @@ moveJson(const vpMove *m)
     return o;
 }
 
-/* Pins one domain's moves, then records them. */
-static gboolean
-actuate(vpBalance *b, GPtrArray *batch, GError **error)
-{
-    const vpMove *first = g_ptr_array_index(batch, 0);
-    const char *name = first->domain;
-    vpManager *mgr = manager(b);
-    g_autoptr(vpLedger) scratch = vpLedgerCopy(vpManagerLedger(mgr), vpManagerTopology(mgr), error);
-    if (!scratch || !vpRebalanceApply(scratch, batch, error))
-        return FALSE;
-    if (!vpDaemonPin(b->d, name, vpLedgerLookup(scratch, name), error)) {
-        g_autoptr(GError) back = NULL;
-        if (!vpDaemonPin(b->d, name, vpManagerPlan(mgr, name), &back))
-            g_prefix_error(error, "%s; putting the old pins back failed too: ", back->message);
-        return FALSE;
-    }
-    return vpManagerMove(mgr, batch, error);
-}
-
 static void
 logMove(const vpMove *m)
 {
@@ -283,7 +253,7 @@ logMove(const vpMove *m)
 static void
 pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
 {
-    vpManager *mgr = manager(b);
+    vpManager *mgr = b->mgr;
     gint64 now = g_get_monotonic_time() * 1000;
     g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GPtrArray) moves = vpRebalancePlan(b->rb, b->p, vpManagerLedger(mgr), now, notes);
@@ -308,7 +278,7 @@ pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
             continue;
         }
         g_autoptr(GError) err = NULL;
-        gboolean ok = act && actuate(b, batch, &err);
+        gboolean ok = act && vpActuatorMove(b->act, batch, &err);
         for (guint k = 0; k < batch->len; k++) {
             const vpMove *bm = batch->pdata[k];
             JsonObject *o = moveJson(bm);
@@ -342,7 +312,7 @@ pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
         vpRebalanceCommit(b->rb, b->p, vpManagerTopology(mgr), done, now);
         b->moves_total += done->len;
         g_autoptr(GError) err = NULL;
-        if (!vpDaemonFlush(b->d, &err))
+        if (vpManagerDirty(mgr) && !vpManagerSave(mgr, &err))
             logEvent(NULL, "ledger", G_LOG_LEVEL_WARNING, "cannot save the ledger: %s",
                      err->message);
     }
@@ -365,150 +335,17 @@ pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
     json_object_set_array_member(report, "notes", jnotes);
 }
 
-/* ---- metrics ------------------------------------------------------------------------ */
-
-static char *
-metricsText(vpBalance *b)
-{
-    vpManager *mgr = manager(b);
-    const vpTopology *topo = vpManagerTopology(mgr);
-    const vpLedger *ledger = vpManagerLedger(mgr);
-    g_autoptr(vpMetrics) m = vpMetricsNew();
-    char buf[3][24];
-
-    vpMetricsDeclare(m, "vcpuplace_vcpu_wait_ratio", "gauge",
-                     "Smoothed fraction of wall time the vCPU thread was runnable but waited "
-                     "for a CPU");
-    vpMetricsDeclare(m, "vcpuplace_vcpu_run_ratio", "gauge",
-                     "Smoothed fraction of wall time the vCPU thread ran");
-    vpMetricsDeclare(m, "vcpuplace_vcpu_wakeups_per_second", "gauge",
-                     "Smoothed wakeups of the vCPU thread per second (its voluntary switches)");
-    vpMetricsDeclare(m, "vcpuplace_vcpu_moves_total", "counter",
-                     "Moves of the vCPU by the rebalancer since vcpuplaced started");
-    vpMetricsDeclare(m, "vcpuplace_domain_wait_ratio", "gauge",
-                     "Smoothed wait fraction of the domain's vCPUs, mean");
-    vpMetricsDeclare(m, "vcpuplace_domain_info", "gauge",
-                     "One per managed domain: its state and the policy it was placed with");
-    vpMetricsDeclare(m, "vcpuplace_domain_degraded", "gauge",
-                     "1 when the domain's placement relaxed its policy");
-    vpMetricsDeclare(m, "vcpuplace_domain_cookie", "gauge",
-                     "One per domain the last core-scheduling pass saw: the state of its "
-                     "threads' cookies (ok, none, mismatch, failed, unsupported...)");
-    vpMetricsDeclare(m, "vcpuplace_cpu_busy_ratio", "gauge", "Smoothed busy fraction of the CPU");
-    vpMetricsDeclare(m, "vcpuplace_cpu_wait_ratio", "gauge",
-                     "Smoothed sum of the wait fractions of the vCPUs pinned to the CPU");
-    vpMetricsDeclare(m, "vcpuplace_cpu_hot", "gauge",
-                     "1 while the CPU is a hotspot (hot for the configured persistence)");
-    vpMetricsDeclare(m, "vcpuplace_cpu_vcpus", "gauge", "vCPUs the ledger pins to the CPU");
-    vpMetricsDeclare(m, "vcpuplace_usable_cpus", "gauge", "CPUs vcpuplace may hand out");
-    vpMetricsDeclare(m, "vcpuplace_domains", "gauge", "Managed domains by state");
-    vpMetricsDeclare(m, "vcpuplace_monitored_threads", "gauge", "vCPU threads measured");
-    vpMetricsDeclare(m, "vcpuplace_intervals_total", "counter", "Intervals measured");
-    vpMetricsDeclare(m, "vcpuplace_moves_total", "counter", "vCPU moves committed");
-    vpMetricsDeclare(m, "vcpuplace_move_failures_total", "counter",
-                     "Move decisions libvirt did not take");
-    vpMetricsDeclare(m, "vcpuplace_reloads_total", "counter", "Configuration reloads");
-    vpMetricsDeclare(m, "vcpuplace_libvirt_connected", "gauge", "1 while libvirt is connected");
-    vpMetricsDeclare(m, "vcpuplace_interval_seconds", "gauge", "Sampling interval");
-    vpMetricsDeclare(m, "vcpuplace_tick_seconds", "gauge",
-                     "Time the last interval's sampling and pass took");
-
-    g_autoptr(GPtrArray) vcpus = vpPressureVcpus(b->p);
-    for (guint i = 0; i < vcpus->len; i++) {
-        const vpVcpuPressure *v = vcpus->pdata[i];
-        g_snprintf(buf[0], sizeof(buf[0]), "%d", v->vcpu);
-        if (v->pu >= 0)
-            g_snprintf(buf[1], sizeof(buf[1]), "%u", vpTopologyPU(topo, v->pu)->os);
-        else
-            g_strlcpy(buf[1], "", sizeof(buf[1]));
-        vpMetricsAdd(m, "vcpuplace_vcpu_wait_ratio", v->wait, "domain", v->domain, "vcpu", buf[0],
-                     "cpu", buf[1], NULL);
-        vpMetricsAdd(m, "vcpuplace_vcpu_run_ratio", v->run, "domain", v->domain, "vcpu", buf[0],
-                     "cpu", buf[1], NULL);
-        vpMetricsAdd(m, "vcpuplace_vcpu_wakeups_per_second", v->wakeups, "domain", v->domain,
-                     "vcpu", buf[0], "cpu", buf[1], NULL);
-        vpMetricsAdd(m, "vcpuplace_vcpu_moves_total", movesOf(b, v->domain, v->vcpu), "domain",
-                     v->domain, "vcpu", buf[0], NULL);
-    }
-
-    g_autoptr(GPtrArray) names = vpManagerNames(mgr);
-    guint count[VP_DOM_LAST] = {0};
-    for (guint i = 0; i < names->len; i++) {
-        const char *name = names->pdata[i];
-        const vpDomRecord *rec = vpManagerRecord(mgr, name);
-        const vpPlan *plan = vpManagerPlan(mgr, name);
-        const vpDomainPressure *dp = vpPressureDomain(b->p, name);
-        count[rec->state]++;
-        if (dp)
-            vpMetricsAdd(m, "vcpuplace_domain_wait_ratio", dp->wait, "domain", name, NULL);
-        vpMetricsAdd(m, "vcpuplace_domain_info", 1, "domain", name, "state",
-                     vpDomStateName(rec->state), "smt", plan ? vpSmtName(plan->policy.smt) : "",
-                     "coresched", plan ? vpCoreschedName(plan->policy.coresched) : "", "rebalance",
-                     plan ? vpRebalanceName(plan->policy.rebalance) : "", NULL);
-        vpMetricsAdd(m, "vcpuplace_domain_degraded", plan && plan->degraded, "domain", name, NULL);
-        g_autoptr(JsonNode) cookie = vpCookiesDomainJson(vpDaemonCookies(b->d), name);
-        const char *cstate = cookie && JSON_NODE_HOLDS_OBJECT(cookie)
-                                 ? json_object_get_string_member_with_default(
-                                       json_node_get_object(cookie), "state", NULL)
-                                 : NULL;
-        if (cstate)
-            vpMetricsAdd(m, "vcpuplace_domain_cookie", 1, "domain", name, "state", cstate, NULL);
-    }
-    for (int s = 0; s < VP_DOM_LAST; s++)
-        vpMetricsAdd(m, "vcpuplace_domains", count[s], "state", vpDomStateName(s), NULL);
-
-    for (int pu = 0; pu < vpTopologyNPUs(topo); pu++) {
-        const vpPUPressure *pp = vpPressurePU(b->p, pu);
-        g_snprintf(buf[2], sizeof(buf[2]), "%u", vpTopologyPU(topo, pu)->os);
-        vpMetricsAdd(m, "vcpuplace_cpu_busy_ratio", pp->busy, "cpu", buf[2], NULL);
-        vpMetricsAdd(m, "vcpuplace_cpu_wait_ratio", pp->wait, "cpu", buf[2], NULL);
-        vpMetricsAdd(m, "vcpuplace_cpu_hot", vpPressurePUHot(b->p, pu), "cpu", buf[2], NULL);
-        vpMetricsAdd(m, "vcpuplace_cpu_vcpus",
-                     vpLedgerNOwners(ledger, pu) * (vpLedgerOwner(ledger, pu).kind == VP_OWN_VCPU),
-                     "cpu", buf[2], NULL);
-    }
-    vpMetricsAdd(m, "vcpuplace_usable_cpus", hwloc_bitmap_weight(vpTopologyUsableSet(topo)), NULL);
-    vpMetricsAdd(m, "vcpuplace_monitored_threads", vpMonitorSize(b->mon), NULL);
-    vpMetricsAdd(m, "vcpuplace_intervals_total", b->intervals, NULL);
-    vpMetricsAdd(m, "vcpuplace_moves_total", b->moves_total, NULL);
-    vpMetricsAdd(m, "vcpuplace_move_failures_total", b->failed_total, NULL);
-    vpMetricsAdd(m, "vcpuplace_reloads_total", b->reloads, NULL);
-    vpMetricsAdd(m, "vcpuplace_libvirt_connected", vpDaemonConnected(b->d), NULL);
-    vpMetricsAdd(m, "vcpuplace_interval_seconds", config(b)->interval_ms / 1000.0, NULL);
-    vpMetricsAdd(m, "vcpuplace_tick_seconds", b->last_tick_us / 1e6, NULL);
-    return vpMetricsText(m);
-}
-
-static void
-writeTextfile(vpBalance *b)
-{
-    const char *path = config(b)->metrics_textfile;
-    if (!path)
-        return;
-    g_autofree char *text = metricsText(b);
-    g_autoptr(GError) err = NULL;
-    if (!vpMetricsWriteFile(path, text, &err)) {
-        if (!b->warned_textfile)
-            logEvent(NULL, "metrics", G_LOG_LEVEL_WARNING,
-                     "cannot write the metrics textfile (said once until it works): %s",
-                     err->message);
-        b->warned_textfile = TRUE;
-        return;
-    }
-    b->warned_textfile = FALSE;
-}
-
 /* ---- the interval ------------------------------------------------------------------- */
 
 void
 vpBalanceFeed(vpBalance *b, const vpPressureInput *in)
 {
-    vpPressureUpdate(b->p, vpManagerLedger(manager(b)), in);
+    vpPressureUpdate(b->p, vpManagerLedger(b->mgr), in);
     b->intervals++;
-    switch (config(b)->balance_mode) {
+    switch (b->cfg->balance_mode) {
     case VP_BALANCE_AUTO:
         /* without libvirt nothing can be pinned; the figures keep being folded in */
-        if (vpDaemonConnected(b->d))
+        if (vpActuatorConnected(b->act))
             pass(b, TRUE, TRUE, NULL);
         break;
     case VP_BALANCE_ADVISE:
@@ -517,7 +354,8 @@ vpBalanceFeed(vpBalance *b, const vpPressureInput *in)
     case VP_BALANCE_OFF:
         break;
     }
-    writeTextfile(b);
+    if (b->interval_func)
+        b->interval_func(b->interval_data);
 }
 
 static void
@@ -562,7 +400,7 @@ onTick(gpointer data)
 static void
 armTimer(vpBalance *b)
 {
-    const vpConfig *cfg = config(b);
+    const vpConfig *cfg = b->cfg;
     if (b->armed && b->timer_ms == cfg->interval_ms && b->timer_mode == cfg->balance_mode)
         return;
     b->armed = TRUE;
@@ -582,18 +420,18 @@ armTimer(vpBalance *b)
 /* ---- life cycle ---------------------------------------------------------------------- */
 
 vpBalance *
-vpBalanceNew(vpDaemon *d)
+vpBalanceNew(const vpConfig *cfg, vpManager *mgr, vpActuator *act)
 {
     vpBalance *b = g_new0(vpBalance, 1);
-    const vpConfig *cfg = vpDaemonConfig(d);
-    b->d = d;
+    b->cfg = cfg;
+    b->mgr = mgr;
+    b->act = act;
     b->mon = vpMonitorNew(NULL);
-    b->p = vpPressureNew(vpManagerTopology(vpDaemonManager(d)), &cfg->pressure);
+    b->p = vpPressureNew(vpManagerTopology(mgr), &cfg->pressure);
     b->rb = vpRebalancerNew(&cfg->rebalance);
     b->tracked = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, trackedFree);
     b->moves = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     b->said = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    vpDaemonOnDomain(d, onDomain, b);
     armTimer(b);
     return b;
 }
@@ -615,34 +453,40 @@ vpBalanceFree(vpBalance *b)
 }
 
 void
-vpBalanceReload(vpBalance *b)
+vpBalanceSetIntervalFunc(vpBalance *b, void (*func)(gpointer data), gpointer data)
 {
-    const vpConfig *cfg = config(b);
+    b->interval_func = func;
+    b->interval_data = data;
+}
+
+void
+vpBalanceReload(vpBalance *b, const vpConfig *cfg)
+{
+    b->cfg = cfg;
     vpPressureFree(b->p);
-    b->p = vpPressureNew(vpManagerTopology(manager(b)), &cfg->pressure);
+    b->p = vpPressureNew(vpManagerTopology(b->mgr), &cfg->pressure);
     if (memcmp(vpRebalancerGetConfig(b->rb), &cfg->rebalance, sizeof(cfg->rebalance)) != 0) {
         logEvent(NULL, "monitor", G_LOG_LEVEL_INFO,
                  "rebalancer settings changed: its memory of past moves starts again");
         vpRebalancerFree(b->rb);
         b->rb = vpRebalancerNew(&cfg->rebalance);
     }
-    b->warned_textfile = FALSE;
     b->reloads++;
     armTimer(b);
 }
 
 /* ---- socket operations ---------------------------------------------------------------- */
 
-static JsonNode *
-opTop(vpBalance *b)
+JsonNode *
+vpBalanceTopJson(vpBalance *b)
 {
-    vpManager *mgr = manager(b);
+    vpManager *mgr = b->mgr;
     const vpTopology *topo = vpManagerTopology(mgr);
     const vpLedger *ledger = vpManagerLedger(mgr);
     JsonObject *o;
     JsonNode *reply = vpProtoReplyOk(&o);
-    json_object_set_string_member(o, "mode", vpBalanceModeName(config(b)->balance_mode));
-    json_object_set_double_member(o, "interval_s", config(b)->interval_ms / 1000.0);
+    json_object_set_string_member(o, "mode", vpBalanceModeName(b->cfg->balance_mode));
+    json_object_set_double_member(o, "interval_s", b->cfg->interval_ms / 1000.0);
     json_object_set_int_member(o, "intervals", b->intervals);
     json_object_set_int_member(o, "persistence", vpPressureGetConfig(b->p)->persistence);
     json_object_set_int_member(o, "moves_total", b->moves_total);
@@ -697,8 +541,8 @@ opTop(vpBalance *b)
     return reply;
 }
 
-static JsonNode *
-opRebalance(vpBalance *b, JsonObject *req, GError **error)
+JsonNode *
+vpBalanceRebalanceJson(vpBalance *b, JsonObject *req, GError **error)
 {
     gboolean dry = FALSE;
     JsonNode *n = json_object_get_member(req, "dry_run");
@@ -709,7 +553,7 @@ opRebalance(vpBalance *b, JsonObject *req, GError **error)
     }
     if (n)
         dry = json_node_get_boolean(n);
-    if (!dry && !vpDaemonConnected(b->d)) {
+    if (!dry && !vpActuatorConnected(b->act)) {
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
                     "libvirt is not connected: nothing can be moved now (--dry-run shows what "
                     "would be)");
@@ -723,28 +567,27 @@ opRebalance(vpBalance *b, JsonObject *req, GError **error)
     return reply;
 }
 
-static JsonNode *
-opMetrics(vpBalance *b)
+const vpPressure *
+vpBalancePressure(const vpBalance *b)
 {
-    JsonObject *o;
-    JsonNode *reply = vpProtoReplyOk(&o);
-    g_autofree char *text = metricsText(b);
-    json_object_set_string_member(o, "text", text);
-    return reply;
+    return b->p;
 }
 
-gboolean
-vpBalanceHandles(const char *op)
+guint64
+vpBalanceMoves(const vpBalance *b, const char *domain, unsigned vcpu)
 {
-    return strcmp(op, "top") == 0 || strcmp(op, "rebalance") == 0 || strcmp(op, "metrics") == 0;
+    return movesOf(b, domain, vcpu);
 }
 
-JsonNode *
-vpBalanceOp(vpBalance *b, const char *op, JsonObject *req, GError **error)
+vpBalanceFigures
+vpBalanceGetFigures(const vpBalance *b)
 {
-    if (strcmp(op, "top") == 0)
-        return opTop(b);
-    if (strcmp(op, "rebalance") == 0)
-        return opRebalance(b, req, error);
-    return opMetrics(b);
+    return (vpBalanceFigures){
+        .intervals = b->intervals,
+        .moves_total = b->moves_total,
+        .failed_total = b->failed_total,
+        .reloads = b->reloads,
+        .tick_us = b->last_tick_us,
+        .monitored = vpMonitorSize(b->mon),
+    };
 }

@@ -41,7 +41,10 @@ typedef struct {
 } vpDomCookies;
 
 struct _vpCookies {
-    vpDaemon *d;
+    GMutex *lock;
+    const vpConfig *cfg;
+    vpManager *mgr;
+    vpVirConn *vc;
     vpCoreschedStatus kernel;
     char *kernel_reason;
     vpSchedCore libvirt;
@@ -78,7 +81,7 @@ hexId(uint64_t id)
 static void
 readQemuConf(vpCookies *c)
 {
-    const char *path = vpDaemonConfig(c->d)->qemu_conf;
+    const char *path = c->cfg->qemu_conf;
     g_autofree char *text = NULL;
     gsize len = 0;
     g_autoptr(GError) err = NULL;
@@ -114,8 +117,8 @@ readQemuConf(vpCookies *c)
 static gboolean
 domPolicy(vpCookies *c, const char *name, vpDomCookies *dc)
 {
-    const vpPlan *plan = vpManagerPlan(vpDaemonManager(c->d), name);
-    virConnectPtr conn = vpDaemonLibvirt(c->d);
+    const vpPlan *plan = vpManagerPlan(c->mgr, name);
+    virConnectPtr conn = vpVirConnGet(c->vc);
 
     if (plan) {
         g_autoptr(vpBitmap) held = vpPlanHeld(plan);
@@ -127,17 +130,16 @@ domPolicy(vpCookies *c, const char *name, vpDomCookies *dc)
     }
     if (!conn)
         return FALSE;
-    vpDaemonUnlock(c->d);
+    g_mutex_unlock(c->lock);
     virDomainPtr dom = virDomainLookupByName(conn, name);
     g_autofree char *xml = dom ? virDomainGetXMLDesc(dom, 0) : NULL;
     if (dom)
         virDomainFree(dom);
-    vpDaemonLock(c->d);
+    g_mutex_lock(c->lock);
     if (!xml)
         return FALSE;
     g_autoptr(GError) err = NULL;
-    g_autoptr(vpRequest) req =
-        vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(vpDaemonManager(c->d)), &err);
+    g_autoptr(vpRequest) req = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(c->mgr), &err);
     if (!req)
         return FALSE;
     dc->coresched = req->policy.coresched;
@@ -159,7 +161,7 @@ threadComm(pid_t pid, pid_t tid)
 static void
 findThreads(vpCookies *c, vpDomCookies *dc)
 {
-    const char *rundir = vpConfigQemuRunDir(vpDaemonConfig(c->d));
+    const char *rundir = vpConfigQemuRunDir(c->cfg);
     g_autoptr(vpVcpuThreads) t = vpVcpuThreadsFind(rundir, "/proc", dc->name, NULL);
 
     dc->proc.threads = vpCookieThreadsNew();
@@ -295,7 +297,7 @@ scheduleRetry(vpCookies *c, guint delay_ms)
 static GPtrArray *
 collect(vpCookies *c)
 {
-    vpManager *mgr = vpDaemonManager(c->d);
+    vpManager *mgr = c->mgr;
     g_autoptr(GPtrArray) all = vpManagerNames(mgr);
     GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GHashTable) keep = g_hash_table_new(g_str_hash, g_str_equal);
@@ -426,19 +428,16 @@ vpCookiesBusy(const vpCookies *c)
     return c->idle_id || c->retry_id;
 }
 
-static void
-onDomain(vpDaemon *d, const char *name, virDomainPtr dom, const vpPlan *plan, gpointer data)
-{
-    vpCookiesKick(data);
-}
-
 vpCookies *
-vpCookiesNew(vpDaemon *d)
+vpCookiesNew(GMutex *lock, const vpConfig *cfg, vpManager *mgr, vpVirConn *vc)
 {
     vpCookies *c = g_new0(vpCookies, 1);
     g_autoptr(GError) err = NULL;
 
-    c->d = d;
+    c->lock = lock;
+    c->cfg = cfg;
+    c->mgr = mgr;
+    c->vc = vc;
     c->doms = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, domFree);
     c->kernel = vpCoreschedProbe(&err);
     if (c->kernel != VP_CORESCHED_OK) {
@@ -449,8 +448,13 @@ vpCookiesNew(vpDaemon *d)
                          "thread's cookie as '%s'",
                          err->message, vpCoreschedStatusName(c->kernel));
     }
-    vpDaemonOnDomain(d, onDomain, c);
     return c;
+}
+
+void
+vpCookiesSetConfig(vpCookies *c, const vpConfig *cfg)
+{
+    c->cfg = cfg;
 }
 
 void
@@ -494,7 +498,7 @@ vpCookiesSummaryJson(const vpCookies *c)
     JsonObject *o = json_object_new();
     json_object_set_string_member(o, "kernel", vpCoreschedStatusName(c->kernel));
     setStr(o, "kernel_reason", c->kernel_reason);
-    json_object_set_string_member(o, "qemu_conf", vpDaemonConfig(c->d)->qemu_conf);
+    json_object_set_string_member(o, "qemu_conf", c->cfg->qemu_conf);
     json_object_set_string_member(o, "libvirt_sched_core", vpSchedCoreName(c->libvirt));
     setStr(o, "qemu_conf_error", c->qemu_conf_error);
     return nodeTaking(o);
@@ -542,6 +546,17 @@ threadJson(const vpCookies *c, const vpDomCookies *dc, const vpCookieThread *th)
     return nodeTaking(o);
 }
 
+const char *
+vpCookiesDomainState(const vpCookies *c, const char *name)
+{
+    const vpDomCookies *dc = g_hash_table_lookup(c->doms, name);
+    if (!dc)
+        return NULL;
+    return c->kernel != VP_CORESCHED_OK                  ? vpCoreschedStatusName(c->kernel)
+           : !dc->set && dc->state == VP_COOKIE_STATE_OK ? "none"
+                                                         : outcome(dc);
+}
+
 JsonNode *
 vpCookiesDomainJson(const vpCookies *c, const char *name)
 {
@@ -549,10 +564,7 @@ vpCookiesDomainJson(const vpCookies *c, const char *name)
     if (!dc)
         return NULL;
     JsonObject *o = json_object_new();
-    const char *state = c->kernel != VP_CORESCHED_OK ? vpCoreschedStatusName(c->kernel)
-                        : !dc->set && dc->state == VP_COOKIE_STATE_OK ? "none"
-                                                                      : outcome(dc);
-    json_object_set_string_member(o, "state", state);
+    json_object_set_string_member(o, "state", vpCookiesDomainState(c, name));
     setStr(o, "reason", c->kernel != VP_CORESCHED_OK ? c->kernel_reason : dc->error);
     json_object_set_string_member(o, "policy", vpCoreschedName(dc->coresched));
     setStr(o, "set", dc->set);

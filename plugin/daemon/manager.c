@@ -438,6 +438,22 @@ vpManagerMove(vpManager *m, GPtrArray *moves, GError **error)
 }
 
 gboolean
+vpManagerMoveBack(vpManager *m, const vpPlan *old, guint64 serial, GError **error)
+{
+    const vpDomRecord *rec = vpManagerRecord(m, old->domain);
+    if (!rec || rec->serial != serial || !vpLedgerLookup(m->ledger, old->domain))
+        return TRUE;
+    g_autoptr(GError) err = NULL;
+    if (!vpLedgerReplace(m->ledger, old, &err)) {
+        recordSet(m, old->domain, VP_DOM_APPLYING, err->message);
+        g_propagate_error(error, g_steal_pointer(&err));
+        return FALSE;
+    }
+    m->dirty = TRUE;
+    return TRUE;
+}
+
+gboolean
 vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error)
 {
     const vpPlan *plan = vpLedgerLookup(m->ledger, name);

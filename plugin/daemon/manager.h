@@ -82,8 +82,14 @@ void vpManagerApplied(vpManager *m, const char *name, const char *error);
  * grace_us (their start may still be under way). Returns how many were released. */
 guint vpManagerReleaseGone(vpManager *m, GHashTable *running, gint64 grace_us);
 
-/* Moves vCPUs in the ledger (vpRebalanceApply: all or nothing), once libvirt has them. */
+/* Moves vCPUs in the ledger (vpRebalanceApply: all or nothing), before libvirt is told
+ * (daemon/actuator.h). */
 gboolean vpManagerMove(vpManager *m, GPtrArray *moves, GError **error);
+/* Undoes a move libvirt did not take: the domain gets plan old back while its record is
+ * still the one with serial (TRUE, nothing done, otherwise). FALSE with error when the
+ * ledger cannot take old (a CPU it left was reserved since): the new plan stays and the
+ * domain is marked applying, with that reason. */
+gboolean vpManagerMoveBack(vpManager *m, const vpPlan *old, guint64 serial, GError **error);
 /* The domain's vCPU count changed while it runs (hotplug): its plan grows or shrinks
  * (core/grow.h), state applying until the daemon has pinned it. The domain's own <cputune>
  * pins are not vcpuplace's to resize: VP_ERROR_INVALID. */
