@@ -6,11 +6,13 @@
  * The test driver runs no threads, so nothing can be measured: the counters are the one
  * fake here. Recorded intervals go in through vpBalanceFeed(), where the daemon's timer
  * puts the monitor's samples ([rebalance] mode=off keeps the timer out of the way).
- * Everything after that is real: pressure, rebalancer, pinning through libvirt, ledger.
+ * Everything after that is real: pressure, rebalancer, pinning through libvirt, ledger,
+ * and the hook binary that a move's window lets in.
  */
 #include "harness.h"
 
 #include "core/ledger.h"
+#include "daemon/actuator.h"
 #include "daemon/balance.h"
 #include "daemon/daemon.h"
 #include "proto/proto.h"
@@ -322,6 +324,82 @@ START_TEST(test_auto_moves_once)
 }
 END_TEST
 
+/* What the hook did while the actuator had the state lock let go for libvirt. */
+typedef struct {
+    const char *xml;
+    guint calls;
+    int status;
+    char *err;
+} vpHookInWindow;
+
+/* Runs the real hook's prepare begin for rb-c, once, from inside the window: the main
+ * thread holds no lock and does not poll, as while it waits on libvirt. */
+static void
+reserveInWindow(gpointer data)
+{
+    vpHookInWindow *w = data;
+    if (w->calls++)
+        return;
+    g_autoptr(GSubprocessLauncher) l =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                  G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_subprocess_launcher_setenv(l, "VCPUPLACE_CONFIG", confpath, TRUE);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GSubprocess) p =
+        g_subprocess_launcher_spawn(l, &err, VP_HOOK, "rb-c", "prepare", "begin", "-", NULL);
+    ck_assert_msg(p, "spawn: %s", err ? err->message : "");
+    /* The synchronous form runs a main context of its own, not the daemon's. */
+    ck_assert_msg(g_subprocess_communicate_utf8(p, w->xml, NULL, NULL, &w->err, &err),
+                  "communicate: %s", err ? err->message : "");
+    w->status = g_subprocess_get_exit_status(p);
+}
+
+/* A start whose hook asks for the CPU a vCPU is being moved to, while the move waits on
+ * libvirt: the ledger holds the target before libvirt is told, so the start is refused
+ * rather than given a CPU the moved vCPU runs on, and libvirt's pins are the ledger's
+ * the moment the pass returns (not only once a tunable event has put them back). */
+START_TEST(test_move_holds_target_against_hook)
+{
+    writeBalanceConfig("0", "mode=auto\ninterval=3600\n");
+    g_autoptr(vpDaemon) d = startDaemon();
+    vpManager *m = vpDaemonManager(d);
+    virDomainPtr a = startShare(d, "rb-a");
+    virDomainPtr b = startShare(d, "rb-b");
+    writeBalanceConfig("0-1", "mode=auto\ninterval=3600\n");
+    g_autoptr(GError) err = NULL;
+    ck_assert_msg(vpDaemonReload(d, &err), "%s", err ? err->message : "");
+    waitIdle(d);
+    ck_assert_int_eq(planned(d, "rb-a"), 0);
+    ck_assert_int_eq(planned(d, "rb-b"), 0);
+
+    /* one vCPU that wants a whole free core: CPU 1 is the only candidate */
+    g_autofree char *cxml = domainXML("rb-c", 1, "smt='spread' unmet='refuse'", NULL);
+    vpHookInWindow w = {.xml = cxml};
+    vpActuatorSetUnlockedFunc(vpDaemonActuator(d), reserveInWindow, &w);
+    feedShared(d, 5);
+    vpActuatorSetUnlockedFunc(vpDaemonActuator(d), NULL, NULL);
+
+    ck_assert_uint_ge(w.calls, 1);
+    ck_assert_msg(w.status == 1 && strstr(w.err, "vcpuplace: refusing to start rb-c:"),
+                  "hook status %d: %s", w.status, w.err);
+    ck_assert_ptr_null(vpManagerRecord(m, "rb-c"));
+    ck_assert_int_ne(planned(d, "rb-a"), planned(d, "rb-b"));
+    ck_assert_int_eq(livePin(a), planned(d, "rb-a"));
+    ck_assert_int_eq(livePin(b), planned(d, "rb-b"));
+    ck_assert_msg(vpLedgerCheck(vpManagerLedger(m), &err), "%s", err ? err->message : "");
+
+    /* and so they stay once every event has been handled */
+    waitIdle(d);
+    ck_assert_int_eq(livePin(a), planned(d, "rb-a"));
+    ck_assert_int_eq(livePin(b), planned(d, "rb-b"));
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "rb-a")->state), "applied");
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "rb-b")->state), "applied");
+    g_free(w.err);
+    virDomainFree(a);
+    virDomainFree(b);
+}
+END_TEST
+
 /* A hotspot with nowhere to go is said once, not every interval. */
 START_TEST(test_notes_said_once)
 {
@@ -419,6 +497,7 @@ suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_separate_overcommitted);
     tcase_add_test(tc, test_auto_moves_once);
+    tcase_add_test(tc, test_move_holds_target_against_hook);
     tcase_add_test(tc, test_notes_said_once);
     tcase_add_test(tc, test_bad_requests_and_reloads);
     suite_add_tcase(s, tc);
