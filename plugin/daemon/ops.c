@@ -352,7 +352,7 @@ static const vpOp ops[] = {
     {"reconnect", "{name}", "{}", "hook, reconnect begin: resynchronise the domain", TRUE,
      opReconnect},
     {"rewrite", "{name, xml}", "{xml?}",
-     "hook, restore/migrate begin: the XML without the pins vcpuplace applied", TRUE, opRewrite},
+     "hook, restore/migrate begin: the XML without vcpuplace's pins", TRUE, opRewrite},
     {"status", "{name?}", "{uri, connected, topology, coresched, hotplug, domains: [...]}",
      "what each domain holds and why", FALSE, opStatus},
     {"plan", "{xml}", "{plan}", "where the domain would go now, nothing recorded", FALSE, opPlan},

@@ -792,6 +792,25 @@ START_TEST(test_vcpu_threads)
 }
 END_TEST
 
+/* proto.h's list of operations is the table the daemon dispatches with, and an unknown
+ * operation is answered with every name in it. */
+START_TEST(test_protocol_reference)
+{
+    g_autofree char *ref = vpDaemonProtocolReference();
+    g_autofree char *header = NULL;
+    ck_assert(g_file_get_contents(VP_TOPDIR "/plugin/proto/proto.h", &header, NULL, NULL));
+    ck_assert_msg(strstr(header, ref), "plugin/proto/proto.h must list the operations as:\n%s",
+                  ref);
+    static const char *const names[] = {"reserve", "started",   "release", "reconnect",
+                                        "rewrite", "status",    "plan",    "topology",
+                                        "top",     "rebalance", "metrics"};
+    for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *line = g_strdup_printf(" *   %-10s", names[i]);
+        ck_assert_msg(strstr(ref, line), "'%s' missing from:\n%s", names[i], ref);
+    }
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -810,6 +829,7 @@ suite(void)
     tcase_add_test(tc, test_domains_filter);
     tcase_add_test(tc, test_restart_reconciles);
     tcase_add_test(tc, test_socket_bad_input);
+    tcase_add_test(tc, test_protocol_reference);
     tcase_add_test(tc, test_cli_status);
     tcase_add_test(tc, test_random_churn);
     suite_add_tcase(s, tc);
