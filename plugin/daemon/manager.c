@@ -8,7 +8,6 @@
 #include "core/grow.h"
 #include "core/placer.h"
 #include "core/rebalance.h"
-#include "libvirt/domxml.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -213,19 +212,15 @@ vpManagerRelease(vpManager *m, const char *name)
     return held || known;
 }
 
-static vpRequest *
-parseRequest(const vpManager *m, const char *name, const char *xml, gsize len, GError **error)
+static gboolean
+sameName(const char *name, const vpRequest *req, GError **error)
 {
-    g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
-    if (!req)
-        return NULL;
-    if (g_strcmp0(req->name, name) != 0) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "domain name '%s' does not match the XML's <name>%s</name>", name,
-                    req->name ? req->name : "");
-        return NULL;
-    }
-    return g_steal_pointer(&req);
+    if (g_strcmp0(req->name, name) == 0)
+        return TRUE;
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                "domain name '%s' does not match the XML's <name>%s</name>", name,
+                req->name ? req->name : "");
+    return FALSE;
 }
 
 /* Records plan in the ledger; a plan of the domain's own pins that collides is kept
@@ -251,10 +246,9 @@ record(vpManager *m, const vpPlan *plan, vpDomState state, GError **error)
 }
 
 const vpPlan *
-vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GError **error)
+vpManagerReserve(vpManager *m, const char *name, const vpRequest *req, GError **error)
 {
-    g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, error);
-    if (!req)
+    if (!sameName(name, req, error))
         return NULL;
     if (vpManagerRelease(m, name))
         vpLogDomain(G_LOG_LEVEL_INFO, name, "stale record replaced by a new reservation");
@@ -267,11 +261,8 @@ vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GEr
 }
 
 vpPlan *
-vpManagerDryRun(vpManager *m, const char *xml, gsize len, GError **error)
+vpManagerDryRun(vpManager *m, const vpRequest *req, GError **error)
 {
-    g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
-    if (!req)
-        return NULL;
     if (!req->name || !vpLedgerLookup(m->ledger, req->name))
         return vpPlace(m->topo, m->ledger, req, error);
     /* The domain's own current holding must not stand in its way. */
@@ -315,17 +306,6 @@ adopt(vpManager *m, const char *name, const vpRequest *req, const vpLivePins *li
     return TRUE;
 }
 
-static gboolean
-vcpusDiffer(const vpLivePins *live, const vpPlan *plan)
-{
-    for (unsigned i = 0; i < plan->nvcpus && i < live->nvcpus; i++) {
-        if (plan->vcpu_pu[i] >= 0 && (hwloc_bitmap_weight(live->vcpu[i]) != 1 ||
-                                      !hwloc_bitmap_isset(live->vcpu[i], plan->vcpu_pu[i])))
-            return TRUE;
-    }
-    return FALSE;
-}
-
 static vpSyncAction
 syncPinned(vpManager *m, const char *name, const vpRequest *req, GError **error)
 {
@@ -347,14 +327,19 @@ syncPinned(vpManager *m, const char *name, const vpRequest *req, GError **error)
     return VP_SYNC_NOTHING;
 }
 
+void
+vpManagerUnreadable(vpManager *m, const char *name, const char *why)
+{
+    recordSet(m, name, VP_DOM_UNPLACED, why);
+}
+
 vpSyncAction
-vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
+vpManagerSync(vpManager *m, const char *name, const vpRequest *req, const vpLivePins *live,
               GError **error)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, &err);
-    if (!req) {
-        recordSet(m, name, VP_DOM_UNPLACED, err->message);
+    if (!sameName(name, req, &err)) {
+        vpManagerUnreadable(m, name, err->message);
         g_propagate_error(error, g_steal_pointer(&err));
         return VP_SYNC_NOTHING;
     }
@@ -369,8 +354,8 @@ vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const 
         }
         /* Once applied, single-CPU pins that differ were moved by someone on purpose; before,
          * differences are libvirt's defaults or a partial application. */
-        if (rec && rec->was_applied && vcpusDiffer(live, plan) && vpLivePinsAllSingle(live) &&
-            adopt(m, name, req, live, diff))
+        if (rec && rec->was_applied && vpLivePinsVcpusDiffer(live, plan) &&
+            vpLivePinsAllSingle(live) && adopt(m, name, req, live, diff))
             return VP_SYNC_NOTHING;
         recordSet(m, name, VP_DOM_APPLYING, diff);
         return VP_SYNC_APPLY;

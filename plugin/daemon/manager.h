@@ -9,10 +9,11 @@
 #pragma once
 
 #include "core/ledger.h"
+#include "core/livepins.h"
 #include "core/plan.h"
 #include "core/policy.h"
+#include "core/request.h"
 #include "core/topology.h"
-#include "libvirt/pinning.h"
 
 #include <json-glib/json-glib.h>
 
@@ -56,13 +57,15 @@ GPtrArray *vpManagerNames(const vpManager *m);
 gboolean vpManagerDirty(const vpManager *m);
 gboolean vpManagerSave(vpManager *m, GError **error);
 
-/* Hook, prepare begin: places the domain described by xml and holds its PUs. A domain
- * already recorded is replaced (libvirt does not prepare a running domain). Refusal:
- * VP_ERROR_REFUSED; a bad policy or XML: VP_ERROR_INVALID. */
-const vpPlan *vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len,
+/* Requests come from the domain XML, parsed once by libvirt/domxml.h with
+ * vpManagerDefaults(); a request whose name is not the domain's is VP_ERROR_INVALID. */
+
+/* Hook, prepare begin: places the domain and holds its PUs. A domain already recorded is
+ * replaced (libvirt does not prepare a running domain). Refusal: VP_ERROR_REFUSED. */
+const vpPlan *vpManagerReserve(vpManager *m, const char *name, const vpRequest *req,
                                GError **error);
 /* Where the domain would go now; nothing is recorded. */
-vpPlan *vpManagerDryRun(vpManager *m, const char *xml, gsize len, GError **error);
+vpPlan *vpManagerDryRun(vpManager *m, const vpRequest *req, GError **error);
 /* Frees the domain's PUs and forgets it; FALSE when it was unknown. */
 gboolean vpManagerRelease(vpManager *m, const char *name);
 
@@ -71,11 +74,13 @@ typedef enum {
     VP_SYNC_APPLY,       /* apply vpManagerPlan() through libvirt, then vpManagerApplied() */
 } vpSyncAction;
 
-/* Reconciles a running domain: its live XML (request) and libvirt's live pins. Records
+/* Reconciles a running domain: what it asks for (req) and libvirt's live pins. Records
  * what it finds (adopting live pins, respecting <cputune>, placing when unknown) and says
  * what the daemon must do. */
-vpSyncAction vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len,
+vpSyncAction vpManagerSync(vpManager *m, const char *name, const vpRequest *req,
                            const vpLivePins *live, GError **error);
+/* A running domain whose XML cannot be read as a request: recorded unplaced, why. */
+void vpManagerUnreadable(vpManager *m, const char *name, const char *why);
 /* Result of applying: error NULL when libvirt's pins now show the plan. */
 void vpManagerApplied(vpManager *m, const char *name, const char *error);
 /* Recorded domains that libvirt does not run: released, except reservations younger than

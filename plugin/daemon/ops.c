@@ -128,7 +128,8 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     JsonNode *reply = NULL;
     if (!getDomainXML(d, req, &name, &xml, &reply, error))
         return reply;
-    const vpPlan *plan = vpManagerReserve(d->mgr, name, xml, strlen(xml), error);
+    g_autoptr(vpRequest) want = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(d->mgr), error);
+    const vpPlan *plan = want ? vpManagerReserve(d->mgr, name, want, error) : NULL;
     setAfter(after, d, NULL);
     if (!plan) {
         vpLogDomain(G_LOG_LEVEL_WARNING, name, "start refused: %s", (*error)->message);
@@ -262,7 +263,8 @@ opPlan(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     const char *xml = vpProtoGetString(req, "xml", TRUE, error);
     if (!xml)
         return NULL;
-    g_autoptr(vpPlan) plan = vpManagerDryRun(d->mgr, xml, strlen(xml), error);
+    g_autoptr(vpRequest) want = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(d->mgr), error);
+    g_autoptr(vpPlan) plan = want ? vpManagerDryRun(d->mgr, want, error) : NULL;
     if (!plan)
         return NULL;
     JsonObject *o;

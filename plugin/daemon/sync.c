@@ -191,7 +191,12 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
     const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
     gboolean hooked = rec && rec->state == VP_DOM_RESERVED;
     int before = rec ? (int)rec->state : -1;
-    vpSyncAction action = vpManagerSync(d->mgr, name, xml, strlen(xml), live, &err);
+    g_autoptr(vpRequest) req = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(d->mgr), &err);
+    vpSyncAction action = VP_SYNC_NOTHING;
+    if (req)
+        action = vpManagerSync(d->mgr, name, req, live, &err);
+    else
+        vpManagerUnreadable(d->mgr, name, err->message);
     if (err)
         vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
     if (action != VP_SYNC_APPLY) {
