@@ -247,6 +247,61 @@ logMove(const vpMove *m)
     g_log_structured_array(G_LOG_LEVEL_INFO, fields, G_N_ELEMENTS(fields));
 }
 
+/* What one pass gathers as it goes. */
+typedef struct {
+    gboolean timed;
+    GHashTable *said; /* what this timed pass logged */
+    JsonArray *moves; /* the report's */
+    GPtrArray *done;  /* vpMove, committed */
+} vpPass;
+
+/* Reports, logs and counts the outcome of one batch. */
+static void
+batchDone(vpBalance *b, vpPass *ps, GPtrArray *batch, gboolean ok, const GError *err)
+{
+    for (guint k = 0; k < batch->len; k++) {
+        const vpMove *bm = batch->pdata[k];
+        JsonObject *o = moveJson(bm);
+        json_object_set_boolean_member(o, "applied", ok);
+        if (err)
+            json_object_set_string_member(o, "error", err->message);
+        json_array_add_object_element(ps->moves, o);
+        if (ok) {
+            logMove(bm);
+            g_ptr_array_add(ps->done, (gpointer)bm);
+            g_autofree char *key = vcpuKey(bm->domain, bm->vcpu);
+            guint64 n = movesOf(b, bm->domain, bm->vcpu);
+            g_hash_table_insert(b->moves, g_steal_pointer(&key), GSIZE_TO_POINTER(n + 1));
+        } else if (err) {
+            logEvent(bm->domain, "move-failed", G_LOG_LEVEL_WARNING,
+                     "domain %s: vCPU %u not moved from CPU %u to CPU %u: %s", bm->domain, bm->vcpu,
+                     bm->from, bm->to, err->message);
+        } else if (ps->timed) {
+            g_autofree char *key =
+                g_strdup_printf("advise %s %u %u %u", bm->domain, bm->vcpu, bm->from, bm->to);
+            g_autofree char *text = g_strdup_printf(
+                "domain %s: vCPU %u would move from CPU %u to CPU %u (mode=advise): %s", bm->domain,
+                bm->vcpu, bm->from, bm->to, bm->reason);
+            sayOnce(b, ps->said, key, bm->domain, "advise", text);
+        }
+    }
+    if (err)
+        b->failed_total++;
+}
+
+/* Commits what was moved to the rebalancer's memory and the ledger to disk. */
+static void
+commit(vpBalance *b, GPtrArray *done, gint64 now)
+{
+    if (!done->len)
+        return;
+    vpRebalanceCommit(b->rb, b->p, vpManagerTopology(b->mgr), done, now);
+    b->moves_total += done->len;
+    g_autoptr(GError) err = NULL;
+    if (vpManagerDirty(b->mgr) && !vpManagerSave(b->mgr, &err))
+        logEvent(NULL, "ledger", G_LOG_LEVEL_WARNING, "cannot save the ledger: %s", err->message);
+}
+
 /* One rebalancing pass. act: pin and record the moves (else only say them); timed: the
  * timer's pass, which logs each note and advice once; report, when not NULL, receives the
  * moves and notes. */
@@ -259,7 +314,7 @@ pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
     g_autoptr(GPtrArray) moves = vpRebalancePlan(b->rb, b->p, vpManagerLedger(mgr), now, notes);
     g_autoptr(GPtrArray) done = g_ptr_array_new();
     g_autoptr(GHashTable) said = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    JsonArray *jmoves = json_array_new();
+    vpPass ps = {.timed = timed, .said = said, .moves = json_array_new(), .done = done};
 
     for (guint i = 0; i < moves->len;) {
         const vpMove *m = g_ptr_array_index(moves, i);
@@ -279,43 +334,9 @@ pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
         }
         g_autoptr(GError) err = NULL;
         gboolean ok = act && vpActuatorMove(b->act, batch, &err);
-        for (guint k = 0; k < batch->len; k++) {
-            const vpMove *bm = batch->pdata[k];
-            JsonObject *o = moveJson(bm);
-            json_object_set_boolean_member(o, "applied", ok);
-            if (err)
-                json_object_set_string_member(o, "error", err->message);
-            json_array_add_object_element(jmoves, o);
-            if (ok) {
-                logMove(bm);
-                g_ptr_array_add(done, (gpointer)bm);
-                g_autofree char *key = vcpuKey(bm->domain, bm->vcpu);
-                guint64 n = movesOf(b, bm->domain, bm->vcpu);
-                g_hash_table_insert(b->moves, g_steal_pointer(&key), GSIZE_TO_POINTER(n + 1));
-            } else if (err) {
-                logEvent(bm->domain, "move-failed", G_LOG_LEVEL_WARNING,
-                         "domain %s: vCPU %u not moved from CPU %u to CPU %u: %s", bm->domain,
-                         bm->vcpu, bm->from, bm->to, err->message);
-            } else if (timed) {
-                g_autofree char *key =
-                    g_strdup_printf("advise %s %u %u %u", bm->domain, bm->vcpu, bm->from, bm->to);
-                g_autofree char *text = g_strdup_printf(
-                    "domain %s: vCPU %u would move from CPU %u to CPU %u (mode=advise): %s",
-                    bm->domain, bm->vcpu, bm->from, bm->to, bm->reason);
-                sayOnce(b, said, key, bm->domain, "advise", text);
-            }
-        }
-        if (err)
-            b->failed_total++;
+        batchDone(b, &ps, batch, ok, err);
     }
-    if (done->len) {
-        vpRebalanceCommit(b->rb, b->p, vpManagerTopology(mgr), done, now);
-        b->moves_total += done->len;
-        g_autoptr(GError) err = NULL;
-        if (vpManagerDirty(mgr) && !vpManagerSave(mgr, &err))
-            logEvent(NULL, "ledger", G_LOG_LEVEL_WARNING, "cannot save the ledger: %s",
-                     err->message);
-    }
+    commit(b, done, now);
     if (timed) {
         for (guint i = 0; i < notes->len; i++) {
             g_autofree char *key = noteKey(notes->pdata[i]);
@@ -325,10 +346,10 @@ pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
         b->said = g_steal_pointer(&said);
     }
     if (!report) {
-        json_array_unref(jmoves);
+        json_array_unref(ps.moves);
         return;
     }
-    json_object_set_array_member(report, "moves", jmoves);
+    json_object_set_array_member(report, "moves", ps.moves);
     JsonArray *jnotes = json_array_new();
     for (guint i = 0; i < notes->len; i++)
         json_array_add_string_element(jnotes, notes->pdata[i]);
