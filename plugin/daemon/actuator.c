@@ -195,16 +195,51 @@ pinAllUnlocked(virConnectPtr conn, GPtrArray *moved, gboolean back, unsigned fla
     return first;
 }
 
-/* The ledger's half of a failed move: each domain still held by the same record gets
- * its old plan back, or, where that cannot be, keeps the new one and is pinned anew. */
-static void
-rollBackLedger(vpActuator *a, GPtrArray *moved)
+/* Overcommitted plans of domains the moves do not name: a move may settle them
+ * (vpRebalanceApply), and undoing it must put their flag back. */
+static GPtrArray *
+collectOvercommitted(vpActuator *a, GPtrArray *moved)
 {
+    GPtrArray *out = g_ptr_array_new_with_free_func(movedFree);
+    const vpLedger *ledger = vpManagerLedger(a->mgr);
+    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
+    for (guint i = 0; i < names->len; i++) {
+        const vpPlan *plan = vpLedgerLookup(ledger, names->pdata[i]);
+        const vpDomRecord *rec = vpManagerRecord(a->mgr, plan->domain);
+        gboolean mover = FALSE;
+        for (guint k = 0; k < moved->len && !mover; k++)
+            mover = strcmp(((vpMoved *)moved->pdata[k])->name, plan->domain) == 0;
+        if (mover || !plan->overcommit || !rec)
+            continue;
+        vpMoved *m = g_new0(vpMoved, 1);
+        m->name = g_strdup(plan->domain);
+        m->serial = rec->serial;
+        m->old = vpPlanCopy(plan);
+        g_ptr_array_add(out, m);
+    }
+    return out;
+}
+
+/* The ledger's half of a failed move: the movers and the domains it settled get their old
+ * plans back, or, where that cannot be, keep the new ones and are pinned anew. */
+static void
+rollBackLedger(vpActuator *a, GPtrArray *moved, GPtrArray *bystanders)
+{
+    g_autoptr(GPtrArray) olds = g_ptr_array_new();
+    g_autoptr(GArray) serials = g_array_new(FALSE, FALSE, sizeof(guint64));
+    for (guint set = 0; set < 2; set++) {
+        GPtrArray *from = set ? bystanders : moved;
+        for (guint i = 0; i < from->len; i++) {
+            vpMoved *m = from->pdata[i];
+            g_ptr_array_add(olds, m->old);
+            g_array_append_val(serials, m->serial);
+        }
+    }
+    g_autoptr(GError) err = NULL;
+    if (vpManagerMoveBack(a->mgr, olds, serials, &err))
+        return;
     for (guint i = 0; i < moved->len; i++) {
         vpMoved *m = moved->pdata[i];
-        g_autoptr(GError) err = NULL;
-        if (vpManagerMoveBack(a->mgr, m->old, m->serial, &err))
-            continue;
         vpLogDomain(G_LOG_LEVEL_WARNING, m->name,
                     "the move cannot be undone in the ledger (%s): pinning it as the ledger says",
                     err->message);
@@ -222,7 +257,10 @@ vpActuatorMove(vpActuator *a, GPtrArray *moves, GError **error)
         return FALSE;
     }
     g_autoptr(GPtrArray) moved = collectMoved(a, moves, error);
-    if (!moved || !vpManagerMove(a->mgr, moves, error))
+    if (!moved)
+        return FALSE;
+    g_autoptr(GPtrArray) bystanders = collectOvercommitted(a, moved);
+    if (!vpManagerMove(a->mgr, moves, error))
         return FALSE;
     for (guint i = 0; i < moved->len; i++) {
         vpMoved *m = moved->pdata[i];
@@ -236,7 +274,7 @@ vpActuatorMove(vpActuator *a, GPtrArray *moves, GError **error)
     if (!problem)
         return TRUE;
     vpVirConnCheck(a->vc);
-    rollBackLedger(a, moved);
+    rollBackLedger(a, moved, bystanders);
     if (back)
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
                     "%s; putting the old pins back failed too: %s", problem, back);

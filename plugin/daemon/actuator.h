@@ -40,11 +40,12 @@ char *vpActuatorPin(vpActuator *a, virDomainPtr dom, const vpPlan *plan);
  *     go for libvirt the targets are held and the hook cannot reserve them for a start.
  *  2. Each domain, in the order of its first move, is pinned to its new plan and read back.
  *  3. When libvirt does not take one of them, the domains already pinned, and the one that
- *     failed, are pinned back to their old plans and the ledger's moves are undone. A
- *     domain released or reserved anew meanwhile (by the hook) is left to its new owner. If
- *     the ledger cannot take an old plan back (the hook reserved a CPU it left), the new
- *     plan stays recorded and the domain is marked applying with the reason, so that the
- *     reconcile pins it as the ledger says.
+ *     failed, are pinned back to their old plans and the ledger is put back as it was for
+ *     every domain the moves changed (vpManagerMoveBack: the movers, and overcommitted
+ *     smt=share domains the moves settled). A domain released or reserved anew meanwhile
+ *     (by the hook) is left to its new owner. If the ledger cannot take the old plans back
+ *     (the hook reserved a CPU they left), the new plans stay recorded and the domains are
+ *     marked applying with the reason, so that the reconcile pins them as the ledger says.
  *
  * Returns TRUE when libvirt shows every move and the ledger holds them; FALSE with error
  * (VP_ERROR_INVALID: the moves do not match the ledger, nothing was touched;

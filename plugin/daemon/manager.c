@@ -422,19 +422,50 @@ vpManagerMove(vpManager *m, GPtrArray *moves, GError **error)
     return TRUE;
 }
 
-gboolean
-vpManagerMoveBack(vpManager *m, const vpPlan *old, guint64 serial, GError **error)
+/* Replaces the ledger entries of the domains in back by those plans, all or nothing. */
+static gboolean
+replaceAll(vpManager *m, GPtrArray *back, GError **error)
 {
-    const vpDomRecord *rec = vpManagerRecord(m, old->domain);
-    if (!rec || rec->serial != serial || !vpLedgerLookup(m->ledger, old->domain))
+    g_autoptr(GPtrArray) cur = g_ptr_array_new_with_free_func((GDestroyNotify)vpPlanFree);
+    for (guint i = 0; i < back->len; i++) {
+        const vpPlan *old = back->pdata[i];
+        g_ptr_array_add(cur, vpPlanCopy(vpLedgerLookup(m->ledger, old->domain)));
+        vpLedgerRemove(m->ledger, old->domain);
+    }
+    guint added = 0;
+    while (added < back->len && vpLedgerAdd(m->ledger, back->pdata[added], error))
+        added++;
+    if (added == back->len)
         return TRUE;
+    while (added-- > 0)
+        vpLedgerRemove(m->ledger, ((vpPlan *)back->pdata[added])->domain);
+    /* they held all this together a moment ago */
+    for (guint i = 0; i < cur->len; i++) {
+        if (!vpLedgerAdd(m->ledger, cur->pdata[i], NULL))
+            g_assert_not_reached();
+    }
+    return FALSE;
+}
+
+gboolean
+vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GError **error)
+{
+    g_autoptr(GPtrArray) back = g_ptr_array_new();
+    for (guint i = 0; i < olds->len; i++) {
+        const vpPlan *old = olds->pdata[i];
+        const vpDomRecord *rec = vpManagerRecord(m, old->domain);
+        if (rec && rec->serial == g_array_index(serials, guint64, i) &&
+            vpLedgerLookup(m->ledger, old->domain))
+            g_ptr_array_add(back, (gpointer)old);
+    }
     g_autoptr(GError) err = NULL;
-    if (!vpLedgerReplace(m->ledger, old, &err)) {
-        recordSet(m, old->domain, VP_DOM_APPLYING, err->message);
+    if (!replaceAll(m, back, &err)) {
+        for (guint i = 0; i < back->len; i++)
+            recordSet(m, ((vpPlan *)back->pdata[i])->domain, VP_DOM_APPLYING, err->message);
         g_propagate_error(error, g_steal_pointer(&err));
         return FALSE;
     }
-    m->dirty = TRUE;
+    m->dirty |= back->len > 0;
     return TRUE;
 }
 

@@ -90,11 +90,14 @@ guint vpManagerReleaseGone(vpManager *m, GHashTable *running, gint64 grace_us);
 /* Moves vCPUs in the ledger (vpRebalanceApply: all or nothing), before libvirt is told
  * (daemon/actuator.h). */
 gboolean vpManagerMove(vpManager *m, GPtrArray *moves, GError **error);
-/* Undoes a move libvirt did not take: the domain gets plan old back while its record is
- * still the one with serial (TRUE, nothing done, otherwise). FALSE with error when the
- * ledger cannot take old (a CPU it left was reserved since): the new plan stays and the
- * domain is marked applying, with that reason. */
-gboolean vpManagerMoveBack(vpManager *m, const vpPlan *old, guint64 serial, GError **error);
+/* Undoes moves libvirt did not take: olds are the plans, as they were before
+ * vpManagerMove(), of every domain it changed (the movers, and those whose overcommit it
+ * settled); serials (guint64) their records' then. Domains whose record changed since (the
+ * hook released or reserved them anew) are left to their new owner. All or nothing: FALSE
+ * with error when the ledger cannot take the old plans back (a CPU they left was reserved
+ * since); the moved plans then stay and those domains are marked applying, with that
+ * reason. */
+gboolean vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GError **error);
 /* The domain's vCPU count changed while it runs (hotplug): its plan grows or shrinks
  * (core/grow.h), state applying until the daemon has pinned it. The domain's own <cputune>
  * pins are not vcpuplace's to resize: VP_ERROR_INVALID. */

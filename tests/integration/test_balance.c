@@ -15,6 +15,7 @@
 #include "daemon/actuator.h"
 #include "daemon/balance.h"
 #include "daemon/daemon.h"
+#include "daemon/metrics.h"
 #include "proto/proto.h"
 
 #include <check.h>
@@ -400,6 +401,73 @@ START_TEST(test_move_holds_target_against_hook)
 }
 END_TEST
 
+/* Both domains stop while the move waits on libvirt. */
+typedef struct {
+    virDomainPtr doms[2];
+    guint calls;
+} vpStopInWindow;
+
+static void
+stopInWindow(gpointer data)
+{
+    vpStopInWindow *w = data;
+    if (w->calls++)
+        return;
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(virDomainDestroy(w->doms[i]), 0);
+}
+
+/* A move libvirt does not take (its domain stopped meanwhile) is undone in the ledger:
+ * the vCPU is recorded where it was, nothing is double-booked, the failure is reported
+ * with the reason, and the stopped domains are then released as usual. */
+START_TEST(test_failed_move_rolled_back)
+{
+    writeBalanceConfig("0", "mode=auto\ninterval=3600\n");
+    g_autoptr(vpDaemon) d = startDaemon();
+    vpManager *m = vpDaemonManager(d);
+    virDomainPtr a = startShare(d, "rb-a");
+    virDomainPtr b = startShare(d, "rb-b");
+    writeBalanceConfig("0-1", "mode=auto\ninterval=3600\n");
+    g_autoptr(GError) err = NULL;
+    ck_assert_msg(vpDaemonReload(d, &err), "%s", err ? err->message : "");
+    waitIdle(d);
+
+    heard = g_ptr_array_new_with_free_func(g_free);
+    listenFor = "move-failed";
+    vpStopInWindow w = {.doms = {a, b}};
+    vpActuatorSetUnlockedFunc(vpDaemonActuator(d), stopInWindow, &w);
+    feedShared(d, 5);
+    vpActuatorSetUnlockedFunc(vpDaemonActuator(d), NULL, NULL);
+
+    ck_assert_uint_ge(w.calls, 1);
+    ck_assert_uint_eq(heard->len, 1);
+    ck_assert_msg(strstr(heard->pdata[0], "not moved from CPU 0 to CPU 1") &&
+                      strstr(heard->pdata[0], "putting the old pins back failed too"),
+                  "%s", (char *)heard->pdata[0]);
+    ck_assert_int_eq(planned(d, "rb-a"), 0);
+    ck_assert_int_eq(planned(d, "rb-b"), 0);
+    ck_assert_msg(vpLedgerCheck(vpManagerLedger(m), &err), "%s", err ? err->message : "");
+    g_autofree char *prom = vpMetricsCollect(&(vpMetricsSources){
+        .cfg = vpDaemonConfig(d),
+        .mgr = m,
+        .balance = vpDaemonBalance(d),
+        .cookies = vpDaemonCookies(d),
+        .connected = TRUE,
+    });
+    ck_assert_msg(strstr(prom, "vcpuplace_move_failures_total 1\n") &&
+                      strstr(prom, "vcpuplace_moves_total 0\n"),
+                  "%s", prom);
+
+    waitIdle(d);
+    ck_assert_ptr_null(vpManagerRecord(m, "rb-a"));
+    ck_assert_ptr_null(vpManagerRecord(m, "rb-b"));
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(m)), 0);
+    g_clear_pointer(&heard, g_ptr_array_unref);
+    virDomainFree(a);
+    virDomainFree(b);
+}
+END_TEST
+
 /* A hotspot with nowhere to go is said once, not every interval. */
 START_TEST(test_notes_said_once)
 {
@@ -498,6 +566,7 @@ suite(void)
     tcase_add_test(tc, test_separate_overcommitted);
     tcase_add_test(tc, test_auto_moves_once);
     tcase_add_test(tc, test_move_holds_target_against_hook);
+    tcase_add_test(tc, test_failed_move_rolled_back);
     tcase_add_test(tc, test_notes_said_once);
     tcase_add_test(tc, test_bad_requests_and_reloads);
     suite_add_tcase(s, tc);
