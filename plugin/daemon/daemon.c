@@ -1,13 +1,7 @@
 /*
- * vcpuplaced's life cycle and the state lock; the reconcile queue is in sync.c, the socket
- * operations in ops.c, pinning in actuator.c.
- *
- * The state lock and its handoff: the socket thread takes the lock to answer the hook
- * from the manager alone (ops.c); the main thread holds it whenever it runs and lets it
- * go only while it waits (in poll, and around libvirt calls). Work the socket thread
- * cannot do itself (anything that calls libvirt, anything that reads what the main loop
- * owns) is handed off: an idle source on the main loop, kept in d->handoffs so that a
- * daemon that goes first destroys what it never ran.
+ * vcpuplaced's life cycle, reload, the state lock and the socket thread's handoffs (the
+ * scheme: daemon.h). The reconcile queue is in sync.c, the socket operations in ops.c,
+ * pinning in actuator.c.
  */
 #include "daemon/internal.h"
 #include "daemon/log.h"

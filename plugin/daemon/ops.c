@@ -10,7 +10,6 @@
  */
 #include "daemon/internal.h"
 #include "daemon/log.h"
-#include "daemon/metrics.h"
 #include "proto/proto.h"
 #include "libvirt/domxml.h"
 #include "libvirt/threads.h"
