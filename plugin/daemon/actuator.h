@@ -38,6 +38,8 @@ char *vpActuatorPin(vpActuator *a, virDomainPtr dom, const vpPlan *plan);
  *  1. The ledger takes every move first (vpManagerMove: all or nothing, the emulator and
  *     reserved siblings following as vpRebalanceApply says), so that while the lock is let
  *     go for libvirt the targets are held and the hook cannot reserve them for a start.
+ *     The CPUs the moves leave are free from then on; a start reserved on them is pinned
+ *     only after its hook's "started", on the main loop, once this call has returned.
  *  2. Each domain, in the order of its first move, is pinned to its new plan and read back.
  *  3. When libvirt does not take one of them, the domains already pinned, and the one that
  *     failed, are pinned back to their old plans and the ledger is put back as it was for
