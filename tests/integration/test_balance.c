@@ -272,20 +272,30 @@ listeningWriter(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer
     return quietWriter(level, fields, n, data);
 }
 
-/* mode=auto: the pass after each interval moves by itself, says why once, and a steady
- * load for ten minutes of intervals afterwards moves nothing. */
-START_TEST(test_auto_moves_once)
+/* mode=auto (the timer out of the way: it must not feed the test driver's empty samples in
+ * between): rb-a and rb-b time-share CPU 0, then a reload makes CPU 1 usable. */
+static vpDaemon *
+startSharedPair(virDomainPtr *a, virDomainPtr *b)
 {
-    /* the timer must not feed the test driver's empty samples in between */
     writeBalanceConfig("0", "mode=auto\ninterval=3600\n");
-    g_autoptr(vpDaemon) d = startDaemon();
-    vpManager *m = vpDaemonManager(d);
-    virDomainPtr a = startShare(d, "rb-a");
-    virDomainPtr b = startShare(d, "rb-b");
+    vpDaemon *d = startDaemon();
+    *a = startShare(d, "rb-a");
+    *b = startShare(d, "rb-b");
     writeBalanceConfig("0-1", "mode=auto\ninterval=3600\n");
     g_autoptr(GError) err = NULL;
     ck_assert_msg(vpDaemonReload(d, &err), "%s", err ? err->message : "");
     waitIdle(d);
+    return d;
+}
+
+/* mode=auto: the pass after each interval moves by itself, says why once, and a steady
+ * load for ten minutes of intervals afterwards moves nothing. */
+START_TEST(test_auto_moves_once)
+{
+    virDomainPtr a, b;
+    g_autoptr(vpDaemon) d = startSharedPair(&a, &b);
+    vpManager *m = vpDaemonManager(d);
+    g_autoptr(GError) err = NULL;
 
     heard = g_ptr_array_new_with_free_func(g_free);
     listenFor = "move";
@@ -341,18 +351,8 @@ reserveInWindow(gpointer data)
     vpHookInWindow *w = data;
     if (w->calls++)
         return;
-    g_autoptr(GSubprocessLauncher) l =
-        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                  G_SUBPROCESS_FLAGS_STDERR_PIPE);
-    g_subprocess_launcher_setenv(l, "VCPUPLACE_CONFIG", confpath, TRUE);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(GSubprocess) p =
-        g_subprocess_launcher_spawn(l, &err, VP_HOOK, "rb-c", "prepare", "begin", "-", NULL);
-    ck_assert_msg(p, "spawn: %s", err ? err->message : "");
-    /* The synchronous form runs a main context of its own, not the daemon's. */
-    ck_assert_msg(g_subprocess_communicate_utf8(p, w->xml, NULL, NULL, &w->err, &err),
-                  "communicate: %s", err ? err->message : "");
-    w->status = g_subprocess_get_exit_status(p);
+    const char *argv[] = {VP_HOOK, "rb-c", "prepare", "begin", "-", NULL};
+    w->status = runNow(argv, w->xml, &w->err);
 }
 
 /* A start whose hook asks for the CPU a vCPU is being moved to, while the move waits on
@@ -361,15 +361,10 @@ reserveInWindow(gpointer data)
  * the moment the pass returns (not only once a tunable event has put them back). */
 START_TEST(test_move_holds_target_against_hook)
 {
-    writeBalanceConfig("0", "mode=auto\ninterval=3600\n");
-    g_autoptr(vpDaemon) d = startDaemon();
+    virDomainPtr a, b;
+    g_autoptr(vpDaemon) d = startSharedPair(&a, &b);
     vpManager *m = vpDaemonManager(d);
-    virDomainPtr a = startShare(d, "rb-a");
-    virDomainPtr b = startShare(d, "rb-b");
-    writeBalanceConfig("0-1", "mode=auto\ninterval=3600\n");
     g_autoptr(GError) err = NULL;
-    ck_assert_msg(vpDaemonReload(d, &err), "%s", err ? err->message : "");
-    waitIdle(d);
     ck_assert_int_eq(planned(d, "rb-a"), 0);
     ck_assert_int_eq(planned(d, "rb-b"), 0);
 
@@ -422,15 +417,10 @@ stopInWindow(gpointer data)
  * with the reason, and the stopped domains are then released as usual. */
 START_TEST(test_failed_move_rolled_back)
 {
-    writeBalanceConfig("0", "mode=auto\ninterval=3600\n");
-    g_autoptr(vpDaemon) d = startDaemon();
+    virDomainPtr a, b;
+    g_autoptr(vpDaemon) d = startSharedPair(&a, &b);
     vpManager *m = vpDaemonManager(d);
-    virDomainPtr a = startShare(d, "rb-a");
-    virDomainPtr b = startShare(d, "rb-b");
-    writeBalanceConfig("0-1", "mode=auto\ninterval=3600\n");
     g_autoptr(GError) err = NULL;
-    ck_assert_msg(vpDaemonReload(d, &err), "%s", err ? err->message : "");
-    waitIdle(d);
 
     heard = g_ptr_array_new_with_free_func(g_free);
     listenFor = "move-failed";

@@ -285,20 +285,11 @@ static int
 hookWhileMainWaits(vpDaemon *d, const char *name, const char *op, const char *subop,
                    const char *xml, char **errout)
 {
-    g_autoptr(GSubprocessLauncher) l =
-        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                  G_SUBPROCESS_FLAGS_STDERR_PIPE);
-    g_subprocess_launcher_setenv(l, "VCPUPLACE_CONFIG", confpath, TRUE);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(GSubprocess) p =
-        g_subprocess_launcher_spawn(l, &err, VP_HOOK, name, op, subop, "-", NULL);
-    ck_assert_msg(p, "spawn: %s", err ? err->message : "");
+    const char *argv[] = {VP_HOOK, name, op, subop, "-", NULL};
     vpDaemonUnlock(d);
-    /* The synchronous form runs a main context of its own, not the daemon's. */
-    gboolean ok = g_subprocess_communicate_utf8(p, xml, NULL, NULL, errout, &err);
+    int status = runNow(argv, xml, errout);
     vpDaemonLock(d);
-    ck_assert_msg(ok, "communicate: %s", err ? err->message : "");
-    return g_subprocess_get_exit_status(p);
+    return status;
 }
 
 START_TEST(test_hook_answered_while_main_loop_waits)
