@@ -432,6 +432,19 @@ vpLedgerCheck(const vpLedger *ledger, GError **error)
     return ok;
 }
 
+vpLedger *
+vpLedgerCopy(const vpLedger *ledger, const vpTopology *topo, GError **error)
+{
+    g_autoptr(vpLedger) copy = vpLedgerNew(topo);
+    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
+
+    for (guint i = 0; i < names->len; i++) {
+        if (!vpLedgerAdd(copy, g_hash_table_lookup(ledger->plans, names->pdata[i]), error))
+            return NULL;
+    }
+    return g_steal_pointer(&copy);
+}
+
 JsonNode *
 vpLedgerToJson(const vpLedger *ledger)
 {

@@ -54,6 +54,11 @@ const vpTopology *vpLedgerTopology(const vpLedger *ledger);
 /* Checks the no-double-booking invariant from scratch (tests, after reconcile). */
 gboolean vpLedgerCheck(const vpLedger *ledger, GError **error);
 
+/* A ledger on topo (the same machine, possibly other usable sets) holding what ledger
+ * holds, domain by domain in name order as a save and load would; fails with
+ * vpLedgerAdd()'s error when a plan does not fit topo. */
+vpLedger *vpLedgerCopy(const vpLedger *ledger, const vpTopology *topo, GError **error);
+
 JsonNode *vpLedgerToJson(const vpLedger *ledger);
 vpLedger *vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error);
 /* The text of a ledger file (pretty JSON and a newline); host/ledgerfile.h writes it. */

@@ -7,8 +7,6 @@
  */
 #include "daemon/balance.h"
 #include "core/rebalance.h"
-#include "daemon/cookies.h"
-#include "daemon/metrics.h"
 #include "proto/proto.h"
 #include "host/monitor.h"
 #include "host/threads.h"
@@ -26,7 +24,11 @@ typedef struct {
 } vpTracked;
 
 struct _vpBalance {
-    vpDaemon *d;
+    const vpConfig *cfg;
+    vpManager *mgr;
+    vpActuator *act;
+    void (*interval_func)(gpointer data);
+    gpointer interval_data;
     vpMonitor *mon;
     vpPressure *p;
     vpRebalancer *rb;
@@ -42,7 +44,7 @@ struct _vpBalance {
     guint64 failed_total; /* libvirt did not take them */
     guint64 reloads;
     gint64 last_tick_us; /* how long the last tick took */
-    gboolean warned_rundir, warned_stat, warned_textfile;
+    gboolean warned_rundir, warned_stat;
 };
 
 static void logEvent(const char *domain, const char *event, GLogLevelFlags level, const char *fmt,
@@ -68,18 +70,6 @@ logEvent(const char *domain, const char *event, GLogLevelFlags level, const char
         {"VCPUPLACE_DOMAIN", domain, -1},
     };
     g_log_structured_array(level, fields, G_N_ELEMENTS(fields) - (domain ? 0 : 1));
-}
-
-static const vpConfig *
-config(const vpBalance *b)
-{
-    return vpDaemonConfig(b->d);
-}
-
-static vpManager *
-manager(const vpBalance *b)
-{
-    return vpDaemonManager(b->d);
 }
 
 static char *
@@ -111,13 +101,13 @@ trackedFree(gpointer data)
 static void
 scan(vpBalance *b, vpTracked *t)
 {
-    const char *rundir = vpConfigQemuRunDir(config(b));
+    const char *rundir = vpConfigQemuRunDir(b->cfg);
     if (!rundir) {
         if (!b->warned_rundir)
             logEvent(NULL, "monitor", G_LOG_LEVEL_INFO,
                      "libvirt %s: vCPU thread ids cannot be known for its domains; nothing is "
                      "measured, nothing is moved by itself",
-                     config(b)->uri);
+                     b->cfg->uri);
         b->warned_rundir = TRUE;
         t->rescan = FALSE;
         return;
@@ -178,10 +168,9 @@ forgetDomain(vpBalance *b, const char *name)
     }
 }
 
-static void
-onDomain(vpDaemon *d, const char *name, virDomainPtr dom, const vpPlan *plan, gpointer data)
+void
+vpBalanceDomain(vpBalance *b, const char *name, const vpPlan *plan)
 {
-    vpBalance *b = data;
     if (!plan) {
         forgetDomain(b, name);
         return;
@@ -235,27 +224,6 @@ moveJson(const vpMove *m)
     return o;
 }
 
-/* Pins one domain's moves, then records them. */
-static gboolean
-actuate(vpBalance *b, GPtrArray *batch, GError **error)
-{
-    const vpMove *first = g_ptr_array_index(batch, 0);
-    const char *name = first->domain;
-    vpManager *mgr = manager(b);
-    const vpTopology *topo = vpManagerTopology(mgr);
-    g_autoptr(JsonNode) copy = vpLedgerToJson(vpManagerLedger(mgr));
-    g_autoptr(vpLedger) scratch = vpLedgerFromJson(topo, copy, error);
-    if (!scratch || !vpRebalanceApply(scratch, batch, error))
-        return FALSE;
-    if (!vpDaemonPin(b->d, name, vpLedgerLookup(scratch, name), error)) {
-        g_autoptr(GError) back = NULL;
-        if (!vpDaemonPin(b->d, name, vpManagerPlan(mgr, name), &back))
-            g_prefix_error(error, "%s; putting the old pins back failed too: ", back->message);
-        return FALSE;
-    }
-    return vpManagerMove(mgr, batch, error);
-}
-
 static void
 logMove(const vpMove *m)
 {
@@ -279,19 +247,74 @@ logMove(const vpMove *m)
     g_log_structured_array(G_LOG_LEVEL_INFO, fields, G_N_ELEMENTS(fields));
 }
 
+/* What one pass gathers as it goes. */
+typedef struct {
+    gboolean timed;
+    GHashTable *said; /* what this timed pass logged */
+    JsonArray *moves; /* the report's */
+    GPtrArray *done;  /* vpMove, committed */
+} vpPass;
+
+/* Reports, logs and counts the outcome of one batch. */
+static void
+batchDone(vpBalance *b, vpPass *ps, GPtrArray *batch, gboolean ok, const GError *err)
+{
+    for (guint k = 0; k < batch->len; k++) {
+        const vpMove *bm = batch->pdata[k];
+        JsonObject *o = moveJson(bm);
+        json_object_set_boolean_member(o, "applied", ok);
+        if (err)
+            json_object_set_string_member(o, "error", err->message);
+        json_array_add_object_element(ps->moves, o);
+        if (ok) {
+            logMove(bm);
+            g_ptr_array_add(ps->done, (gpointer)bm);
+            g_autofree char *key = vcpuKey(bm->domain, bm->vcpu);
+            guint64 n = movesOf(b, bm->domain, bm->vcpu);
+            g_hash_table_insert(b->moves, g_steal_pointer(&key), GSIZE_TO_POINTER(n + 1));
+        } else if (err) {
+            logEvent(bm->domain, "move-failed", G_LOG_LEVEL_WARNING,
+                     "domain %s: vCPU %u not moved from CPU %u to CPU %u: %s", bm->domain, bm->vcpu,
+                     bm->from, bm->to, err->message);
+        } else if (ps->timed) {
+            g_autofree char *key =
+                g_strdup_printf("advise %s %u %u %u", bm->domain, bm->vcpu, bm->from, bm->to);
+            g_autofree char *text = g_strdup_printf(
+                "domain %s: vCPU %u would move from CPU %u to CPU %u (mode=advise): %s", bm->domain,
+                bm->vcpu, bm->from, bm->to, bm->reason);
+            sayOnce(b, ps->said, key, bm->domain, "advise", text);
+        }
+    }
+    if (err)
+        b->failed_total++;
+}
+
+/* Commits what was moved to the rebalancer's memory and the ledger to disk. */
+static void
+commit(vpBalance *b, GPtrArray *done, gint64 now)
+{
+    if (!done->len)
+        return;
+    vpRebalanceCommit(b->rb, b->p, vpManagerTopology(b->mgr), done, now);
+    b->moves_total += done->len;
+    g_autoptr(GError) err = NULL;
+    if (vpManagerDirty(b->mgr) && !vpManagerSave(b->mgr, &err))
+        logEvent(NULL, "ledger", G_LOG_LEVEL_WARNING, "cannot save the ledger: %s", err->message);
+}
+
 /* One rebalancing pass. act: pin and record the moves (else only say them); timed: the
  * timer's pass, which logs each note and advice once; report, when not NULL, receives the
  * moves and notes. */
 static void
 pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
 {
-    vpManager *mgr = manager(b);
+    vpManager *mgr = b->mgr;
     gint64 now = g_get_monotonic_time() * 1000;
     g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GPtrArray) moves = vpRebalancePlan(b->rb, b->p, vpManagerLedger(mgr), now, notes);
     g_autoptr(GPtrArray) done = g_ptr_array_new();
     g_autoptr(GHashTable) said = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    JsonArray *jmoves = json_array_new();
+    vpPass ps = {.timed = timed, .said = said, .moves = json_array_new(), .done = done};
 
     for (guint i = 0; i < moves->len;) {
         const vpMove *m = g_ptr_array_index(moves, i);
@@ -310,44 +333,10 @@ pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
             continue;
         }
         g_autoptr(GError) err = NULL;
-        gboolean ok = act && actuate(b, batch, &err);
-        for (guint k = 0; k < batch->len; k++) {
-            const vpMove *bm = batch->pdata[k];
-            JsonObject *o = moveJson(bm);
-            json_object_set_boolean_member(o, "applied", ok);
-            if (err)
-                json_object_set_string_member(o, "error", err->message);
-            json_array_add_object_element(jmoves, o);
-            if (ok) {
-                logMove(bm);
-                g_ptr_array_add(done, (gpointer)bm);
-                g_autofree char *key = vcpuKey(bm->domain, bm->vcpu);
-                guint64 n = movesOf(b, bm->domain, bm->vcpu);
-                g_hash_table_insert(b->moves, g_steal_pointer(&key), GSIZE_TO_POINTER(n + 1));
-            } else if (err) {
-                logEvent(bm->domain, "move-failed", G_LOG_LEVEL_WARNING,
-                         "domain %s: vCPU %u not moved from CPU %u to CPU %u: %s", bm->domain,
-                         bm->vcpu, bm->from, bm->to, err->message);
-            } else if (timed) {
-                g_autofree char *key =
-                    g_strdup_printf("advise %s %u %u %u", bm->domain, bm->vcpu, bm->from, bm->to);
-                g_autofree char *text = g_strdup_printf(
-                    "domain %s: vCPU %u would move from CPU %u to CPU %u (mode=advise): %s",
-                    bm->domain, bm->vcpu, bm->from, bm->to, bm->reason);
-                sayOnce(b, said, key, bm->domain, "advise", text);
-            }
-        }
-        if (err)
-            b->failed_total++;
+        gboolean ok = act && vpActuatorMove(b->act, batch, &err);
+        batchDone(b, &ps, batch, ok, err);
     }
-    if (done->len) {
-        vpRebalanceCommit(b->rb, b->p, vpManagerTopology(mgr), done, now);
-        b->moves_total += done->len;
-        g_autoptr(GError) err = NULL;
-        if (!vpDaemonFlush(b->d, &err))
-            logEvent(NULL, "ledger", G_LOG_LEVEL_WARNING, "cannot save the ledger: %s",
-                     err->message);
-    }
+    commit(b, done, now);
     if (timed) {
         for (guint i = 0; i < notes->len; i++) {
             g_autofree char *key = noteKey(notes->pdata[i]);
@@ -357,148 +346,14 @@ pass(vpBalance *b, gboolean act, gboolean timed, JsonObject *report)
         b->said = g_steal_pointer(&said);
     }
     if (!report) {
-        json_array_unref(jmoves);
+        json_array_unref(ps.moves);
         return;
     }
-    json_object_set_array_member(report, "moves", jmoves);
+    json_object_set_array_member(report, "moves", ps.moves);
     JsonArray *jnotes = json_array_new();
     for (guint i = 0; i < notes->len; i++)
         json_array_add_string_element(jnotes, notes->pdata[i]);
     json_object_set_array_member(report, "notes", jnotes);
-}
-
-/* ---- metrics ------------------------------------------------------------------------ */
-
-static char *
-metricsText(vpBalance *b)
-{
-    vpManager *mgr = manager(b);
-    const vpTopology *topo = vpManagerTopology(mgr);
-    const vpLedger *ledger = vpManagerLedger(mgr);
-    g_autoptr(vpMetrics) m = vpMetricsNew();
-    char buf[3][24];
-
-    vpMetricsDeclare(m, "vcpuplace_vcpu_wait_ratio", "gauge",
-                     "Smoothed fraction of wall time the vCPU thread was runnable but waited "
-                     "for a CPU");
-    vpMetricsDeclare(m, "vcpuplace_vcpu_run_ratio", "gauge",
-                     "Smoothed fraction of wall time the vCPU thread ran");
-    vpMetricsDeclare(m, "vcpuplace_vcpu_wakeups_per_second", "gauge",
-                     "Smoothed wakeups of the vCPU thread per second (its voluntary switches)");
-    vpMetricsDeclare(m, "vcpuplace_vcpu_moves_total", "counter",
-                     "Moves of the vCPU by the rebalancer since vcpuplaced started");
-    vpMetricsDeclare(m, "vcpuplace_domain_wait_ratio", "gauge",
-                     "Smoothed wait fraction of the domain's vCPUs, mean");
-    vpMetricsDeclare(m, "vcpuplace_domain_info", "gauge",
-                     "One per managed domain: its state and the policy it was placed with");
-    vpMetricsDeclare(m, "vcpuplace_domain_degraded", "gauge",
-                     "1 when the domain's placement relaxed its policy");
-    vpMetricsDeclare(m, "vcpuplace_domain_cookie", "gauge",
-                     "One per domain the last core-scheduling pass saw: the state of its "
-                     "threads' cookies (ok, none, mismatch, failed, unsupported...)");
-    vpMetricsDeclare(m, "vcpuplace_cpu_busy_ratio", "gauge", "Smoothed busy fraction of the CPU");
-    vpMetricsDeclare(m, "vcpuplace_cpu_wait_ratio", "gauge",
-                     "Smoothed sum of the wait fractions of the vCPUs pinned to the CPU");
-    vpMetricsDeclare(m, "vcpuplace_cpu_hot", "gauge",
-                     "1 while the CPU is a hotspot (hot for the configured persistence)");
-    vpMetricsDeclare(m, "vcpuplace_cpu_vcpus", "gauge", "vCPUs the ledger pins to the CPU");
-    vpMetricsDeclare(m, "vcpuplace_usable_cpus", "gauge", "CPUs vcpuplace may hand out");
-    vpMetricsDeclare(m, "vcpuplace_domains", "gauge", "Managed domains by state");
-    vpMetricsDeclare(m, "vcpuplace_monitored_threads", "gauge", "vCPU threads measured");
-    vpMetricsDeclare(m, "vcpuplace_intervals_total", "counter", "Intervals measured");
-    vpMetricsDeclare(m, "vcpuplace_moves_total", "counter", "vCPU moves committed");
-    vpMetricsDeclare(m, "vcpuplace_move_failures_total", "counter",
-                     "Move decisions libvirt did not take");
-    vpMetricsDeclare(m, "vcpuplace_reloads_total", "counter", "Configuration reloads");
-    vpMetricsDeclare(m, "vcpuplace_libvirt_connected", "gauge", "1 while libvirt is connected");
-    vpMetricsDeclare(m, "vcpuplace_interval_seconds", "gauge", "Sampling interval");
-    vpMetricsDeclare(m, "vcpuplace_tick_seconds", "gauge",
-                     "Time the last interval's sampling and pass took");
-
-    g_autoptr(GPtrArray) vcpus = vpPressureVcpus(b->p);
-    for (guint i = 0; i < vcpus->len; i++) {
-        const vpVcpuPressure *v = vcpus->pdata[i];
-        g_snprintf(buf[0], sizeof(buf[0]), "%d", v->vcpu);
-        if (v->pu >= 0)
-            g_snprintf(buf[1], sizeof(buf[1]), "%u", vpTopologyPU(topo, v->pu)->os);
-        else
-            g_strlcpy(buf[1], "", sizeof(buf[1]));
-        vpMetricsAdd(m, "vcpuplace_vcpu_wait_ratio", v->wait, "domain", v->domain, "vcpu", buf[0],
-                     "cpu", buf[1], NULL);
-        vpMetricsAdd(m, "vcpuplace_vcpu_run_ratio", v->run, "domain", v->domain, "vcpu", buf[0],
-                     "cpu", buf[1], NULL);
-        vpMetricsAdd(m, "vcpuplace_vcpu_wakeups_per_second", v->wakeups, "domain", v->domain,
-                     "vcpu", buf[0], "cpu", buf[1], NULL);
-        vpMetricsAdd(m, "vcpuplace_vcpu_moves_total", movesOf(b, v->domain, v->vcpu), "domain",
-                     v->domain, "vcpu", buf[0], NULL);
-    }
-
-    g_autoptr(GPtrArray) names = vpManagerNames(mgr);
-    guint count[VP_DOM_LAST] = {0};
-    for (guint i = 0; i < names->len; i++) {
-        const char *name = names->pdata[i];
-        const vpDomRecord *rec = vpManagerRecord(mgr, name);
-        const vpPlan *plan = vpManagerPlan(mgr, name);
-        const vpDomainPressure *dp = vpPressureDomain(b->p, name);
-        count[rec->state]++;
-        if (dp)
-            vpMetricsAdd(m, "vcpuplace_domain_wait_ratio", dp->wait, "domain", name, NULL);
-        vpMetricsAdd(m, "vcpuplace_domain_info", 1, "domain", name, "state",
-                     vpDomStateName(rec->state), "smt", plan ? vpSmtName(plan->policy.smt) : "",
-                     "coresched", plan ? vpCoreschedName(plan->policy.coresched) : "", "rebalance",
-                     plan ? vpRebalanceName(plan->policy.rebalance) : "", NULL);
-        vpMetricsAdd(m, "vcpuplace_domain_degraded", plan && plan->degraded, "domain", name, NULL);
-        g_autoptr(JsonNode) cookie = vpCookiesDomainJson(vpDaemonCookies(b->d), name);
-        const char *cstate = cookie && JSON_NODE_HOLDS_OBJECT(cookie)
-                                 ? json_object_get_string_member_with_default(
-                                       json_node_get_object(cookie), "state", NULL)
-                                 : NULL;
-        if (cstate)
-            vpMetricsAdd(m, "vcpuplace_domain_cookie", 1, "domain", name, "state", cstate, NULL);
-    }
-    for (int s = 0; s < VP_DOM_LAST; s++)
-        vpMetricsAdd(m, "vcpuplace_domains", count[s], "state", vpDomStateName(s), NULL);
-
-    for (int pu = 0; pu < vpTopologyNPUs(topo); pu++) {
-        const vpPUPressure *pp = vpPressurePU(b->p, pu);
-        g_snprintf(buf[2], sizeof(buf[2]), "%u", vpTopologyPU(topo, pu)->os);
-        vpMetricsAdd(m, "vcpuplace_cpu_busy_ratio", pp->busy, "cpu", buf[2], NULL);
-        vpMetricsAdd(m, "vcpuplace_cpu_wait_ratio", pp->wait, "cpu", buf[2], NULL);
-        vpMetricsAdd(m, "vcpuplace_cpu_hot", vpPressurePUHot(b->p, pu), "cpu", buf[2], NULL);
-        vpMetricsAdd(m, "vcpuplace_cpu_vcpus",
-                     vpLedgerNOwners(ledger, pu) * (vpLedgerOwner(ledger, pu).kind == VP_OWN_VCPU),
-                     "cpu", buf[2], NULL);
-    }
-    vpMetricsAdd(m, "vcpuplace_usable_cpus", hwloc_bitmap_weight(vpTopologyUsableSet(topo)), NULL);
-    vpMetricsAdd(m, "vcpuplace_monitored_threads", vpMonitorSize(b->mon), NULL);
-    vpMetricsAdd(m, "vcpuplace_intervals_total", b->intervals, NULL);
-    vpMetricsAdd(m, "vcpuplace_moves_total", b->moves_total, NULL);
-    vpMetricsAdd(m, "vcpuplace_move_failures_total", b->failed_total, NULL);
-    vpMetricsAdd(m, "vcpuplace_reloads_total", b->reloads, NULL);
-    vpMetricsAdd(m, "vcpuplace_libvirt_connected", vpDaemonConnected(b->d), NULL);
-    vpMetricsAdd(m, "vcpuplace_interval_seconds", config(b)->interval_ms / 1000.0, NULL);
-    vpMetricsAdd(m, "vcpuplace_tick_seconds", b->last_tick_us / 1e6, NULL);
-    vpDaemonAddMetrics(b->d, m);
-    return vpMetricsText(m);
-}
-
-static void
-writeTextfile(vpBalance *b)
-{
-    const char *path = config(b)->metrics_textfile;
-    if (!path)
-        return;
-    g_autofree char *text = metricsText(b);
-    g_autoptr(GError) err = NULL;
-    if (!vpMetricsWriteFile(path, text, &err)) {
-        if (!b->warned_textfile)
-            logEvent(NULL, "metrics", G_LOG_LEVEL_WARNING,
-                     "cannot write the metrics textfile (said once until it works): %s",
-                     err->message);
-        b->warned_textfile = TRUE;
-        return;
-    }
-    b->warned_textfile = FALSE;
 }
 
 /* ---- the interval ------------------------------------------------------------------- */
@@ -506,12 +361,12 @@ writeTextfile(vpBalance *b)
 void
 vpBalanceFeed(vpBalance *b, const vpPressureInput *in)
 {
-    vpPressureUpdate(b->p, vpManagerLedger(manager(b)), in);
+    vpPressureUpdate(b->p, vpManagerLedger(b->mgr), in);
     b->intervals++;
-    switch (config(b)->balance_mode) {
+    switch (b->cfg->balance_mode) {
     case VP_BALANCE_AUTO:
         /* without libvirt nothing can be pinned; the figures keep being folded in */
-        if (vpDaemonConnected(b->d))
+        if (vpActuatorConnected(b->act))
             pass(b, TRUE, TRUE, NULL);
         break;
     case VP_BALANCE_ADVISE:
@@ -520,7 +375,8 @@ vpBalanceFeed(vpBalance *b, const vpPressureInput *in)
     case VP_BALANCE_OFF:
         break;
     }
-    writeTextfile(b);
+    if (b->interval_func)
+        b->interval_func(b->interval_data);
 }
 
 static void
@@ -565,7 +421,7 @@ onTick(gpointer data)
 static void
 armTimer(vpBalance *b)
 {
-    const vpConfig *cfg = config(b);
+    const vpConfig *cfg = b->cfg;
     if (b->armed && b->timer_ms == cfg->interval_ms && b->timer_mode == cfg->balance_mode)
         return;
     b->armed = TRUE;
@@ -585,18 +441,18 @@ armTimer(vpBalance *b)
 /* ---- life cycle ---------------------------------------------------------------------- */
 
 vpBalance *
-vpBalanceNew(vpDaemon *d)
+vpBalanceNew(const vpConfig *cfg, vpManager *mgr, vpActuator *act)
 {
     vpBalance *b = g_new0(vpBalance, 1);
-    const vpConfig *cfg = vpDaemonConfig(d);
-    b->d = d;
+    b->cfg = cfg;
+    b->mgr = mgr;
+    b->act = act;
     b->mon = vpMonitorNew(NULL);
-    b->p = vpPressureNew(vpManagerTopology(vpDaemonManager(d)), &cfg->pressure);
+    b->p = vpPressureNew(vpManagerTopology(mgr), &cfg->pressure);
     b->rb = vpRebalancerNew(&cfg->rebalance);
     b->tracked = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, trackedFree);
     b->moves = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     b->said = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    vpDaemonOnDomain(d, onDomain, b);
     armTimer(b);
     return b;
 }
@@ -618,34 +474,40 @@ vpBalanceFree(vpBalance *b)
 }
 
 void
-vpBalanceReload(vpBalance *b)
+vpBalanceSetIntervalFunc(vpBalance *b, void (*func)(gpointer data), gpointer data)
 {
-    const vpConfig *cfg = config(b);
+    b->interval_func = func;
+    b->interval_data = data;
+}
+
+void
+vpBalanceReload(vpBalance *b, const vpConfig *cfg)
+{
+    b->cfg = cfg;
     vpPressureFree(b->p);
-    b->p = vpPressureNew(vpManagerTopology(manager(b)), &cfg->pressure);
+    b->p = vpPressureNew(vpManagerTopology(b->mgr), &cfg->pressure);
     if (memcmp(vpRebalancerGetConfig(b->rb), &cfg->rebalance, sizeof(cfg->rebalance)) != 0) {
         logEvent(NULL, "monitor", G_LOG_LEVEL_INFO,
                  "rebalancer settings changed: its memory of past moves starts again");
         vpRebalancerFree(b->rb);
         b->rb = vpRebalancerNew(&cfg->rebalance);
     }
-    b->warned_textfile = FALSE;
     b->reloads++;
     armTimer(b);
 }
 
 /* ---- socket operations ---------------------------------------------------------------- */
 
-static JsonNode *
-opTop(vpBalance *b)
+JsonNode *
+vpBalanceTopJson(vpBalance *b)
 {
-    vpManager *mgr = manager(b);
+    vpManager *mgr = b->mgr;
     const vpTopology *topo = vpManagerTopology(mgr);
     const vpLedger *ledger = vpManagerLedger(mgr);
     JsonObject *o;
     JsonNode *reply = vpProtoReplyOk(&o);
-    json_object_set_string_member(o, "mode", vpBalanceModeName(config(b)->balance_mode));
-    json_object_set_double_member(o, "interval_s", config(b)->interval_ms / 1000.0);
+    json_object_set_string_member(o, "mode", vpBalanceModeName(b->cfg->balance_mode));
+    json_object_set_double_member(o, "interval_s", b->cfg->interval_ms / 1000.0);
     json_object_set_int_member(o, "intervals", b->intervals);
     json_object_set_int_member(o, "persistence", vpPressureGetConfig(b->p)->persistence);
     json_object_set_int_member(o, "moves_total", b->moves_total);
@@ -700,8 +562,8 @@ opTop(vpBalance *b)
     return reply;
 }
 
-static JsonNode *
-opRebalance(vpBalance *b, JsonObject *req, GError **error)
+JsonNode *
+vpBalanceRebalanceJson(vpBalance *b, JsonObject *req, GError **error)
 {
     gboolean dry = FALSE;
     JsonNode *n = json_object_get_member(req, "dry_run");
@@ -712,7 +574,7 @@ opRebalance(vpBalance *b, JsonObject *req, GError **error)
     }
     if (n)
         dry = json_node_get_boolean(n);
-    if (!dry && !vpDaemonConnected(b->d)) {
+    if (!dry && !vpActuatorConnected(b->act)) {
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
                     "libvirt is not connected: nothing can be moved now (--dry-run shows what "
                     "would be)");
@@ -726,28 +588,27 @@ opRebalance(vpBalance *b, JsonObject *req, GError **error)
     return reply;
 }
 
-static JsonNode *
-opMetrics(vpBalance *b)
+const vpPressure *
+vpBalancePressure(const vpBalance *b)
 {
-    JsonObject *o;
-    JsonNode *reply = vpProtoReplyOk(&o);
-    g_autofree char *text = metricsText(b);
-    json_object_set_string_member(o, "text", text);
-    return reply;
+    return b->p;
 }
 
-gboolean
-vpBalanceHandles(const char *op)
+guint64
+vpBalanceMoves(const vpBalance *b, const char *domain, unsigned vcpu)
 {
-    return strcmp(op, "top") == 0 || strcmp(op, "rebalance") == 0 || strcmp(op, "metrics") == 0;
+    return movesOf(b, domain, vcpu);
 }
 
-JsonNode *
-vpBalanceOp(vpBalance *b, const char *op, JsonObject *req, GError **error)
+vpBalanceFigures
+vpBalanceGetFigures(const vpBalance *b)
 {
-    if (strcmp(op, "top") == 0)
-        return opTop(b);
-    if (strcmp(op, "rebalance") == 0)
-        return opRebalance(b, req, error);
-    return opMetrics(b);
+    return (vpBalanceFigures){
+        .intervals = b->intervals,
+        .moves_total = b->moves_total,
+        .failed_total = b->failed_total,
+        .reloads = b->reloads,
+        .tick_us = b->last_tick_us,
+        .monitored = vpMonitorSize(b->mon),
+    };
 }

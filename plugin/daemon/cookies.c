@@ -40,7 +40,10 @@ typedef struct {
 } vpDomCookies;
 
 struct _vpCookies {
-    vpDaemon *d;
+    GMutex *lock;
+    const vpConfig *cfg;
+    vpManager *mgr;
+    vpVirConn *vc;
     vpCoreschedStatus kernel;
     char *kernel_reason;
     vpSchedCore libvirt;
@@ -77,7 +80,7 @@ hexId(uint64_t id)
 static void
 readQemuConf(vpCookies *c)
 {
-    const char *path = vpDaemonConfig(c->d)->qemu_conf;
+    const char *path = c->cfg->qemu_conf;
     g_autofree char *text = NULL;
     gsize len = 0;
     g_autoptr(GError) err = NULL;
@@ -113,8 +116,8 @@ readQemuConf(vpCookies *c)
 static gboolean
 domPolicy(vpCookies *c, const char *name, vpDomCookies *dc)
 {
-    const vpPlan *plan = vpManagerPlan(vpDaemonManager(c->d), name);
-    virConnectPtr conn = vpDaemonLibvirt(c->d);
+    const vpPlan *plan = vpManagerPlan(c->mgr, name);
+    virConnectPtr conn = vpVirConnGet(c->vc);
 
     if (plan) {
         g_autoptr(vpBitmap) held = vpPlanHeld(plan);
@@ -126,17 +129,16 @@ domPolicy(vpCookies *c, const char *name, vpDomCookies *dc)
     }
     if (!conn)
         return FALSE;
-    vpDaemonUnlock(c->d);
+    g_mutex_unlock(c->lock);
     virDomainPtr dom = virDomainLookupByName(conn, name);
     g_autofree char *xml = dom ? virDomainGetXMLDesc(dom, 0) : NULL;
     if (dom)
         virDomainFree(dom);
-    vpDaemonLock(c->d);
+    g_mutex_lock(c->lock);
     if (!xml)
         return FALSE;
     g_autoptr(GError) err = NULL;
-    g_autoptr(vpRequest) req =
-        vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(vpDaemonManager(c->d)), &err);
+    g_autoptr(vpRequest) req = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(c->mgr), &err);
     if (!req)
         return FALSE;
     dc->coresched = req->policy.coresched;
@@ -249,7 +251,7 @@ scheduleRetry(vpCookies *c, guint delay_ms)
 static GPtrArray *
 collect(vpCookies *c)
 {
-    vpManager *mgr = vpDaemonManager(c->d);
+    vpManager *mgr = c->mgr;
     g_autoptr(GPtrArray) all = vpManagerNames(mgr);
     GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GHashTable) keep = g_hash_table_new(g_str_hash, g_str_equal);
@@ -268,7 +270,7 @@ collect(vpCookies *c)
         vpDomCookies *old = g_hash_table_lookup(c->doms, name);
         if (old)
             dc->logged = g_steal_pointer(&old->logged);
-        vpCookieProcessFind(&dc->proc, vpConfigQemuRunDir(vpDaemonConfig(c->d)), "/proc", name);
+        vpCookieProcessFind(&dc->proc, vpConfigQemuRunDir(c->cfg), "/proc", name);
         g_hash_table_replace(c->doms, dc->name, dc);
         g_hash_table_add(keep, dc->name);
         g_ptr_array_add(names, g_strdup(name));
@@ -380,19 +382,16 @@ vpCookiesBusy(const vpCookies *c)
     return c->idle_id || c->retry_id;
 }
 
-static void
-onDomain(vpDaemon *d, const char *name, virDomainPtr dom, const vpPlan *plan, gpointer data)
-{
-    vpCookiesKick(data);
-}
-
 vpCookies *
-vpCookiesNew(vpDaemon *d)
+vpCookiesNew(GMutex *lock, const vpConfig *cfg, vpManager *mgr, vpVirConn *vc)
 {
     vpCookies *c = g_new0(vpCookies, 1);
     g_autoptr(GError) err = NULL;
 
-    c->d = d;
+    c->lock = lock;
+    c->cfg = cfg;
+    c->mgr = mgr;
+    c->vc = vc;
     c->doms = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, domFree);
     c->kernel = vpCoreschedProbe(&err);
     if (c->kernel != VP_CORESCHED_OK) {
@@ -403,8 +402,13 @@ vpCookiesNew(vpDaemon *d)
                          "thread's cookie as '%s'",
                          err->message, vpCoreschedStatusName(c->kernel));
     }
-    vpDaemonOnDomain(d, onDomain, c);
     return c;
+}
+
+void
+vpCookiesSetConfig(vpCookies *c, const vpConfig *cfg)
+{
+    c->cfg = cfg;
 }
 
 void
@@ -448,7 +452,7 @@ vpCookiesSummaryJson(const vpCookies *c)
     JsonObject *o = json_object_new();
     json_object_set_string_member(o, "kernel", vpCoreschedStatusName(c->kernel));
     setStr(o, "kernel_reason", c->kernel_reason);
-    json_object_set_string_member(o, "qemu_conf", vpDaemonConfig(c->d)->qemu_conf);
+    json_object_set_string_member(o, "qemu_conf", c->cfg->qemu_conf);
     json_object_set_string_member(o, "libvirt_sched_core", vpSchedCoreName(c->libvirt));
     setStr(o, "qemu_conf_error", c->qemu_conf_error);
     return nodeTaking(o);
@@ -496,6 +500,17 @@ threadJson(const vpCookies *c, const vpDomCookies *dc, const vpCookieThread *th)
     return nodeTaking(o);
 }
 
+const char *
+vpCookiesDomainState(const vpCookies *c, const char *name)
+{
+    const vpDomCookies *dc = g_hash_table_lookup(c->doms, name);
+    if (!dc)
+        return NULL;
+    return c->kernel != VP_CORESCHED_OK                  ? vpCoreschedStatusName(c->kernel)
+           : !dc->set && dc->state == VP_COOKIE_STATE_OK ? "none"
+                                                         : outcome(dc);
+}
+
 JsonNode *
 vpCookiesDomainJson(const vpCookies *c, const char *name)
 {
@@ -503,10 +518,7 @@ vpCookiesDomainJson(const vpCookies *c, const char *name)
     if (!dc)
         return NULL;
     JsonObject *o = json_object_new();
-    const char *state = c->kernel != VP_CORESCHED_OK ? vpCoreschedStatusName(c->kernel)
-                        : !dc->set && dc->state == VP_COOKIE_STATE_OK ? "none"
-                                                                      : outcome(dc);
-    json_object_set_string_member(o, "state", state);
+    json_object_set_string_member(o, "state", vpCookiesDomainState(c, name));
     setStr(o, "reason", c->kernel != VP_CORESCHED_OK ? c->kernel_reason : dc->error);
     json_object_set_string_member(o, "policy", vpCoreschedName(dc->coresched));
     setStr(o, "set", dc->set);

@@ -8,24 +8,34 @@
  */
 #pragma once
 
-#include "daemon/daemon.h"
+#include "daemon/config.h"
+#include "daemon/manager.h"
+#include "libvirt/connection.h"
 
 #include <json-glib/json-glib.h>
 
 typedef struct _vpCookies vpCookies;
 
-/* Probes the kernel (once) and listens to the daemon's domain notifications. */
-vpCookies *vpCookiesNew(vpDaemon *d);
+/* Probes the kernel (once). lock is the state lock (daemon.h), held whenever the main
+ * loop runs this module and let go around libvirt calls; cfg, mgr and vc are borrowed. */
+vpCookies *vpCookiesNew(GMutex *lock, const vpConfig *cfg, vpManager *mgr, vpVirConn *vc);
 void vpCookiesFree(vpCookies *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpCookies, vpCookiesFree)
 
-/* Something may have changed (a vCPU thread appeared): a pass runs soon. */
+/* After a configuration reload. */
+void vpCookiesSetConfig(vpCookies *c, const vpConfig *cfg);
+
+/* Something may have changed (a domain placed or released, a vCPU thread appeared): a
+ * pass runs soon. */
 void vpCookiesKick(vpCookies *c);
 /* TRUE while a pass or a retry is due (tests wait for FALSE). */
 gboolean vpCookiesBusy(const vpCookies *c);
 
 /* {kernel, kernel_reason, qemu_conf, libvirt_sched_core} for the status reply. */
 JsonNode *vpCookiesSummaryJson(const vpCookies *c);
+/* A domain's cookie state as of the last pass (ok, none, pending, mismatch, failed, or the
+ * kernel's reason there are none); NULL when no pass has seen the domain yet. */
+const char *vpCookiesDomainState(const vpCookies *c, const char *name);
 /* A domain's cookies as of the last pass: {state, reason, set, scope, cookie, kept,
  * threads: [{tid, name, vcpu, expected, expected_id, actual, state}]}; NULL when no pass
  * has seen the domain yet. */

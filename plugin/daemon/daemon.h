@@ -1,20 +1,35 @@
 /*
- * vcpuplaced's wiring: configuration -> topology and manager, the socket server, the
- * libvirt connection and the work queue that connects them, on the GLib main loop of the
- * thread that creates the daemon; only the socket has a thread of its own. Later stages
- * (core-scheduling cookies, the pressure monitor) attach to the per-domain notifications
- * below rather than to libvirt or the socket directly.
+ * vcpuplaced, one job per file:
  *
- * The state lock: the socket thread takes it to answer the hook. The main thread holds it
- * whenever it runs, except while it waits: in poll, and in libvirt calls, which it makes
- * between vpDaemonUnlock() and vpDaemonLock(). Across those, the hook may have reserved or
- * released anything: nothing read from the manager before may be used after.
+ *   daemon.c    life cycle, reload, the state lock and the socket thread's handoffs
+ *   sync.c      the reconcile queue: libvirt events and hook notifications -> sync a domain
+ *   ops.c       the socket operations, one table (dispatch, errors, the protocol reference)
+ *   actuator.c  pinning through libvirt, read back, compared, recorded; moves with rollback
+ *   manager.c   the decisions and the bookkeeping (ledger, per-domain state)
+ *   balance.c   monitor -> pressure -> rebalancer -> actuator, each interval
+ *   cookies.c   core-scheduling cookies for the running domains
+ *   hotplug.c   vCPUs added to running domains
+ *   metrics.c   the Prometheus exposition and textfile
+ *   server.c    the Unix socket and its thread
+ *
+ * The daemon runs on the GLib main loop of the thread that creates it; only the socket
+ * has a thread of its own. balance, cookies and hotplug are handed what they use (the
+ * configuration, the manager, the actuator, the state lock), never the daemon.
+ *
+ * The state lock: the socket thread takes it to answer the hook from the manager alone.
+ * The main thread holds it whenever it runs, except while it waits: in poll, and in
+ * libvirt calls, which it makes between vpDaemonUnlock() and vpDaemonLock() (the actuator,
+ * cookies and hotplug let the same lock go). Across those, the hook may have reserved or
+ * released anything: nothing read from the manager before may be used after. What the
+ * socket thread cannot do itself (anything that calls libvirt, anything that reads what the
+ * main loop owns) it hands off: an idle source on the main loop, run after the hook's reply
+ * is out, and destroyed unrun when the daemon goes first.
  */
 #pragma once
 
+#include "daemon/actuator.h"
 #include "daemon/config.h"
 #include "daemon/manager.h"
-#include "daemon/metrics.h"
 
 #include <libvirt/libvirt.h>
 
@@ -40,9 +55,8 @@ void vpDaemonStart(vpDaemon *d);
 /* How long a reservation waits for its start before it expires (120 s; tests shorten
  * it). */
 void vpDaemonSetReserveTTL(vpDaemon *d, gint64 ttl_us);
-/* The daemon's own figures (failed ledger saves, socket refusals) into m, for the
- * metrics the rebalancer writes. */
-void vpDaemonAddMetrics(vpDaemon *d, vpMetrics *m);
+/* Main loop: the metrics exposition (caller frees). */
+char *vpDaemonMetricsText(vpDaemon *d);
 /* Writes the ledger now if it changed. */
 gboolean vpDaemonFlush(vpDaemon *d, GError **error);
 
@@ -58,10 +72,6 @@ gboolean vpDaemonReload(vpDaemon *d, GError **error);
 /* Around a libvirt call on the main thread (see the state lock above). */
 void vpDaemonUnlock(vpDaemon *d);
 void vpDaemonLock(vpDaemon *d);
-/* Pins a running domain as plan says, now, through libvirt (the placement path), and
- * checks that libvirt shows it. The ledger is the caller's business. Plan is copied
- * first: the state lock is let go for the calls. */
-gboolean vpDaemonPin(vpDaemon *d, const char *name, const vpPlan *plan, GError **error);
 
 const vpConfig *vpDaemonConfig(const vpDaemon *d);
 vpManager *vpDaemonManager(vpDaemon *d);
@@ -77,3 +87,10 @@ virConnectPtr vpDaemonLibvirt(const vpDaemon *d);
 vpBalance *vpDaemonBalance(vpDaemon *d);
 /* The core-scheduling cookies (daemon/cookies.h); borrowed. */
 vpCookies *vpDaemonCookies(vpDaemon *d);
+/* The actuator (daemon/actuator.h); borrowed. */
+vpActuator *vpDaemonActuator(vpDaemon *d);
+
+/* The socket operations, as proto/proto.h lists them: per operation " *   NAME ARGS DOC"
+ * and " *              -> REPLY" lines, from the table the daemon dispatches with (caller
+ * frees). */
+char *vpDaemonProtocolReference(void);

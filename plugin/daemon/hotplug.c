@@ -12,8 +12,13 @@
 #include <libvirt/virterror.h>
 
 struct _vpHotplug {
-    vpDaemon *d;
+    GMutex *lock;
+    const vpConfig *cfg;
+    vpManager *mgr;
     vpCookies *cookies;
+    void (*resync)(const char *name, gpointer data);
+    gpointer resync_data;
+    virConnectPtr conn;
     vpQemuEvents *events;
     char *events_state; /* "listening", or why not */
     guint poll_id;
@@ -25,7 +30,7 @@ struct _vpHotplug {
 static void
 resize(vpHotplug *h, const char *name, unsigned nvcpus, const char *why)
 {
-    vpManager *mgr = vpDaemonManager(h->d);
+    vpManager *mgr = h->mgr;
     const vpPlan *plan = vpManagerPlan(mgr, name);
     g_autoptr(GError) err = NULL;
 
@@ -37,7 +42,7 @@ resize(vpHotplug *h, const char *name, unsigned nvcpus, const char *why)
         vpLogDomain(G_LOG_LEVEL_WARNING, name, "cannot place its new vCPUs: %s", err->message);
         return;
     }
-    vpDaemonResync(h->d, name);
+    h->resync(name, h->resync_data);
     vpCookiesKick(h->cookies);
 }
 
@@ -49,11 +54,11 @@ onVcpuThread(virDomainPtr dom, const vpVcpuThreadEvent *ev, gpointer data)
     const vpPlan *plan;
     unsigned want;
 
-    if (!vpConfigManages(vpDaemonConfig(h->d), name))
+    if (!vpConfigManages(h->cfg, name))
         return;
     vpLogDomain(G_LOG_LEVEL_INFO, name, "QEMU created vCPU %d (%s), thread %d", ev->vcpu,
                 ev->qom_path, (int)ev->thread_id);
-    plan = vpManagerPlan(vpDaemonManager(h->d), name);
+    plan = vpManagerPlan(h->mgr, name);
     want = MAX(plan ? plan->nvcpus : 0, (unsigned)ev->vcpu + 1);
     g_hash_table_insert(h->announced, g_strdup(name), GUINT_TO_POINTER(want));
     /* also for domains whose pins are their own: the new thread needs its cookie */
@@ -67,31 +72,31 @@ static gboolean
 pollTick(gpointer data)
 {
     vpHotplug *h = data;
-    virConnectPtr conn = vpDaemonLibvirt(h->d);
-    vpManager *mgr = vpDaemonManager(h->d);
+    virConnectPtr conn = h->conn;
+    vpManager *mgr = h->mgr;
     virDomainPtr *doms = NULL;
     int n;
 
-    if (vpDaemonConfig(h->d)->vcpu_poll_ms != h->poll_ms) {
+    if (h->cfg->vcpu_poll_ms != h->poll_ms) {
         /* a reload changed the period */
-        h->poll_ms = vpDaemonConfig(h->d)->vcpu_poll_ms;
+        h->poll_ms = h->cfg->vcpu_poll_ms;
         h->poll_id = h->poll_ms ? g_timeout_add(h->poll_ms, pollTick, h) : 0;
         return G_SOURCE_REMOVE;
     }
     if (!conn)
         return G_SOURCE_CONTINUE;
-    vpDaemonUnlock(h->d);
+    g_mutex_unlock(h->lock);
     n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
-    vpDaemonLock(h->d);
+    g_mutex_lock(h->lock);
     for (int i = 0; i < n; i++) {
         const char *name = virDomainGetName(doms[i]);
         const vpDomRecord *rec = vpManagerRecord(mgr, name);
         int count = 0;
 
         if (rec && rec->state != VP_DOM_RESERVED) {
-            vpDaemonUnlock(h->d);
+            g_mutex_unlock(h->lock);
             count = virDomainGetVcpusFlags(doms[i], 0);
-            vpDaemonLock(h->d);
+            g_mutex_lock(h->lock);
         }
         if (count > 0 && vpManagerRecord(mgr, name)) {
             guint was = GPOINTER_TO_UINT(g_hash_table_lookup(h->counts, name));
@@ -123,9 +128,10 @@ vpHotplugConnected(vpHotplug *h, virConnectPtr conn)
 {
     g_autoptr(GError) err = NULL;
     g_autofree char *was = g_steal_pointer(&h->events_state);
-    guint poll_ms = vpDaemonConfig(h->d)->vcpu_poll_ms;
+    guint poll_ms = h->cfg->vcpu_poll_ms;
 
     g_clear_pointer(&h->events, vpQemuEventsFree);
+    h->conn = conn;
     if (h->poll_id)
         g_source_remove(h->poll_id);
     h->poll_id = 0;
@@ -154,14 +160,25 @@ vpHotplugConnected(vpHotplug *h, virConnectPtr conn)
 }
 
 vpHotplug *
-vpHotplugNew(vpDaemon *d, vpCookies *cookies)
+vpHotplugNew(GMutex *lock, const vpConfig *cfg, vpManager *mgr, vpCookies *cookies,
+             void (*resync)(const char *name, gpointer data), gpointer resync_data)
 {
     vpHotplug *h = g_new0(vpHotplug, 1);
-    h->d = d;
+    h->lock = lock;
+    h->cfg = cfg;
+    h->mgr = mgr;
     h->cookies = cookies;
+    h->resync = resync;
+    h->resync_data = resync_data;
     h->counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     h->announced = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     return h;
+}
+
+void
+vpHotplugSetConfig(vpHotplug *h, const vpConfig *cfg)
+{
+    h->cfg = cfg;
 }
 
 void

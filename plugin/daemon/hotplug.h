@@ -8,17 +8,25 @@
  */
 #pragma once
 
+#include "daemon/config.h"
 #include "daemon/cookies.h"
-#include "daemon/daemon.h"
+#include "daemon/manager.h"
 
 typedef struct _vpHotplug vpHotplug;
 
-vpHotplug *vpHotplugNew(vpDaemon *d, vpCookies *cookies);
+/* lock is the state lock (daemon.h), held whenever the main loop runs this module and let
+ * go around libvirt calls; cfg, mgr and cookies are borrowed. resync(name) has a resized
+ * domain pinned again (the daemon's reconcile queue). */
+vpHotplug *vpHotplugNew(GMutex *lock, const vpConfig *cfg, vpManager *mgr, vpCookies *cookies,
+                        void (*resync)(const char *name, gpointer data), gpointer resync_data);
 /* Stops listening (before the libvirt connection goes). */
 void vpHotplugFree(vpHotplug *h);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpHotplug, vpHotplugFree)
 
-/* The daemon's libvirt connection is up (conn) or gone (NULL). */
+/* After a configuration reload. */
+void vpHotplugSetConfig(vpHotplug *h, const vpConfig *cfg);
+
+/* The daemon's libvirt connection is up (conn, borrowed) or gone (NULL). */
 void vpHotplugConnected(vpHotplug *h, virConnectPtr conn);
 
 /* {qemu_events: "listening" | why not, poll_ms} for the status reply. */

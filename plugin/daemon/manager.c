@@ -9,7 +9,6 @@
 #include "core/placer.h"
 #include "core/rebalance.h"
 #include "host/ledgerfile.h"
-#include "libvirt/domxml.h"
 
 #include <string.h>
 
@@ -215,7 +214,7 @@ vpManagerRelease(vpManager *m, const char *name)
 }
 
 static gboolean
-checkName(const vpRequest *req, const char *name, GError **error)
+sameName(const char *name, const vpRequest *req, GError **error)
 {
     if (g_strcmp0(req->name, name) == 0)
         return TRUE;
@@ -223,15 +222,6 @@ checkName(const vpRequest *req, const char *name, GError **error)
                 "domain name '%s' does not match the XML's <name>%s</name>", name,
                 req->name ? req->name : "");
     return FALSE;
-}
-
-static vpRequest *
-parseRequest(const vpManager *m, const char *name, const char *xml, gsize len, GError **error)
-{
-    g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
-    if (!req || !checkName(req, name, error))
-        return NULL;
-    return g_steal_pointer(&req);
 }
 
 /* Records plan in the ledger; a plan of the domain's own pins that collides is kept
@@ -252,22 +242,12 @@ record(vpManager *m, const vpPlan *plan, vpDomState state, GError **error)
     g_autofree char *why = g_strdup_printf("its own <cputune> pins collide: %s", err->message);
     vpLogDomain(G_LOG_LEVEL_WARNING, plan->domain, "%s", why);
     vpDomRecord *rec = recordSet(m, plan->domain, VP_DOM_UNPLACED, why);
-    g_autoptr(JsonNode) copy = vpPlanToJson(plan, m->topo);
-    rec->plan = vpPlanFromJson(copy, NULL);
+    rec->plan = vpPlanCopy(plan);
     return TRUE;
 }
 
 const vpPlan *
-vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len, GError **error)
-{
-    g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
-    if (!req)
-        return NULL;
-    return vpManagerReserveParsed(m, name, req, error);
-}
-
-const vpPlan *
-vpManagerReserveParsed(vpManager *m, const char *name, const vpRequest *req, GError **error)
+vpManagerReserve(vpManager *m, const char *name, const vpRequest *req, GError **error)
 {
     const vpDomRecord *old = vpManagerRecord(m, name);
     if (old && old->running) {
@@ -277,7 +257,7 @@ vpManagerReserveParsed(vpManager *m, const char *name, const vpRequest *req, GEr
                     name, vpDomStateName(old->state));
         return NULL;
     }
-    if (!checkName(req, name, error))
+    if (!sameName(name, req, error))
         return NULL;
     if (vpManagerRelease(m, name))
         vpLogDomain(G_LOG_LEVEL_INFO, name, "stale record replaced by a new reservation");
@@ -312,16 +292,12 @@ vpManagerExpire(vpManager *m, gint64 ttl_us)
 }
 
 vpPlan *
-vpManagerDryRun(vpManager *m, const char *xml, gsize len, GError **error)
+vpManagerDryRun(vpManager *m, const vpRequest *req, GError **error)
 {
-    g_autoptr(vpRequest) req = vpDomXMLParse(xml, len, &m->defaults, error);
-    if (!req)
-        return NULL;
     if (!req->name || !vpLedgerLookup(m->ledger, req->name))
         return vpPlace(m->topo, m->ledger, req, error);
     /* The domain's own current holding must not stand in its way. */
-    g_autoptr(JsonNode) copy = vpLedgerToJson(m->ledger);
-    g_autoptr(vpLedger) without = vpLedgerFromJson(m->topo, copy, error);
+    g_autoptr(vpLedger) without = vpLedgerCopy(m->ledger, m->topo, error);
     if (!without)
         return NULL;
     vpLedgerRemove(without, req->name);
@@ -361,17 +337,6 @@ adopt(vpManager *m, const char *name, const vpRequest *req, const vpLivePins *li
     return TRUE;
 }
 
-static gboolean
-vcpusDiffer(const vpLivePins *live, const vpPlan *plan)
-{
-    for (unsigned i = 0; i < plan->nvcpus && i < live->nvcpus; i++) {
-        if (plan->vcpu_pu[i] >= 0 && (hwloc_bitmap_weight(live->vcpu[i]) != 1 ||
-                                      !hwloc_bitmap_isset(live->vcpu[i], plan->vcpu_pu[i])))
-            return TRUE;
-    }
-    return FALSE;
-}
-
 static vpSyncAction
 syncPinned(vpManager *m, const char *name, const vpRequest *req, GError **error)
 {
@@ -393,15 +358,20 @@ syncPinned(vpManager *m, const char *name, const vpRequest *req, GError **error)
     return VP_SYNC_NOTHING;
 }
 
+void
+vpManagerUnreadable(vpManager *m, const char *name, const char *why)
+{
+    recordSet(m, name, VP_DOM_UNPLACED, why);
+}
+
 /* What vpManagerSync() records, before it is marked running. */
 static vpSyncAction
-syncRunning(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
+syncRunning(vpManager *m, const char *name, const vpRequest *req, const vpLivePins *live,
             GError **error)
 {
     g_autoptr(GError) err = NULL;
-    g_autoptr(vpRequest) req = parseRequest(m, name, xml, len, &err);
-    if (!req) {
-        recordSet(m, name, VP_DOM_UNPLACED, err->message);
+    if (!sameName(name, req, &err)) {
+        vpManagerUnreadable(m, name, err->message);
         g_propagate_error(error, g_steal_pointer(&err));
         return VP_SYNC_NOTHING;
     }
@@ -416,8 +386,8 @@ syncRunning(vpManager *m, const char *name, const char *xml, gsize len, const vp
         }
         /* Once applied, single-CPU pins that differ were moved by someone on purpose; before,
          * differences are libvirt's defaults or a partial application. */
-        if (rec && rec->was_applied && vcpusDiffer(live, plan) && vpLivePinsAllSingle(live) &&
-            adopt(m, name, req, live, diff))
+        if (rec && rec->was_applied && vpLivePinsVcpusDiffer(live, plan) &&
+            vpLivePinsAllSingle(live) && adopt(m, name, req, live, diff))
             return VP_SYNC_NOTHING;
         recordSet(m, name, VP_DOM_APPLYING, diff);
         return VP_SYNC_APPLY;
@@ -443,10 +413,10 @@ syncRunning(vpManager *m, const char *name, const char *xml, gsize len, const vp
 }
 
 vpSyncAction
-vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len, const vpLivePins *live,
+vpManagerSync(vpManager *m, const char *name, const vpRequest *req, const vpLivePins *live,
               GError **error)
 {
-    vpSyncAction action = syncRunning(m, name, xml, len, live, error);
+    vpSyncAction action = syncRunning(m, name, req, live, error);
     vpDomRecord *rec = g_hash_table_lookup(m->records, name);
     if (rec) {
         rec->running = TRUE;
@@ -497,6 +467,53 @@ vpManagerMove(vpManager *m, GPtrArray *moves, GError **error)
     return TRUE;
 }
 
+/* Replaces the ledger entries of the domains in back by those plans, all or nothing. */
+static gboolean
+replaceAll(vpManager *m, GPtrArray *back, GError **error)
+{
+    g_autoptr(GPtrArray) cur = g_ptr_array_new_with_free_func((GDestroyNotify)vpPlanFree);
+    for (guint i = 0; i < back->len; i++) {
+        const vpPlan *old = back->pdata[i];
+        g_ptr_array_add(cur, vpPlanCopy(vpLedgerLookup(m->ledger, old->domain)));
+        vpLedgerRemove(m->ledger, old->domain);
+    }
+    guint added = 0;
+    while (added < back->len && vpLedgerAdd(m->ledger, back->pdata[added], error))
+        added++;
+    if (added == back->len)
+        return TRUE;
+    while (added-- > 0)
+        vpLedgerRemove(m->ledger, ((vpPlan *)back->pdata[added])->domain);
+    /* they held all this together a moment ago */
+    for (guint i = 0; i < cur->len; i++) {
+        if (!vpLedgerAdd(m->ledger, cur->pdata[i], NULL))
+            g_assert_not_reached();
+    }
+    return FALSE;
+}
+
+gboolean
+vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GError **error)
+{
+    g_autoptr(GPtrArray) back = g_ptr_array_new();
+    for (guint i = 0; i < olds->len; i++) {
+        const vpPlan *old = olds->pdata[i];
+        const vpDomRecord *rec = vpManagerRecord(m, old->domain);
+        if (rec && rec->serial == g_array_index(serials, guint64, i) &&
+            vpLedgerLookup(m->ledger, old->domain))
+            g_ptr_array_add(back, (gpointer)old);
+    }
+    g_autoptr(GError) err = NULL;
+    if (!replaceAll(m, back, &err)) {
+        for (guint i = 0; i < back->len; i++)
+            recordSet(m, ((vpPlan *)back->pdata[i])->domain, VP_DOM_APPLYING, err->message);
+        g_propagate_error(error, g_steal_pointer(&err));
+        return FALSE;
+    }
+    m->dirty |= back->len > 0;
+    return TRUE;
+}
+
 gboolean
 vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error)
 {
@@ -540,8 +557,7 @@ vpManagerReload(vpManager *m, vpTopology *topo, const vpPolicy *defaults, GPtrAr
                 GError **error)
 {
     g_autoptr(vpTopology) owned = topo;
-    g_autoptr(JsonNode) copy = vpLedgerToJson(m->ledger);
-    g_autoptr(vpLedger) ledger = vpLedgerFromJson(topo, copy, error);
+    g_autoptr(vpLedger) ledger = vpLedgerCopy(m->ledger, topo, error);
     if (!ledger) {
         g_prefix_error(error, "the ledger does not fit the reloaded topology: ");
         return FALSE;

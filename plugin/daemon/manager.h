@@ -9,11 +9,11 @@
 #pragma once
 
 #include "core/ledger.h"
+#include "core/livepins.h"
 #include "core/plan.h"
 #include "core/policy.h"
 #include "core/request.h"
 #include "core/topology.h"
-#include "libvirt/pinning.h"
 
 #include <json-glib/json-glib.h>
 
@@ -59,23 +59,21 @@ GPtrArray *vpManagerNames(const vpManager *m);
 gboolean vpManagerDirty(const vpManager *m);
 gboolean vpManagerSave(vpManager *m, GError **error);
 
-/* Hook, prepare begin: places the domain described by xml and holds its PUs. A domain
- * already recorded is replaced, unless libvirt has shown it running: libvirt does not
- * prepare a running domain, so that request is not libvirt's and re-placing would
- * double-book its CPUs (VP_ERROR_REFUSED; a sync of it settles a stale record). Refusal:
- * VP_ERROR_REFUSED; a bad policy or XML: VP_ERROR_INVALID. */
-const vpPlan *vpManagerReserve(vpManager *m, const char *name, const char *xml, gsize len,
+/* Requests come from the domain XML, parsed once by libvirt/domxml.h with
+ * vpManagerDefaults(); a request whose name is not the domain's is VP_ERROR_INVALID. */
+
+/* Hook, prepare begin: places the domain and holds its PUs. A domain already recorded is
+ * replaced, unless libvirt has shown it running: libvirt does not prepare a running
+ * domain, so that request is not libvirt's and re-placing would double-book its CPUs
+ * (VP_ERROR_REFUSED; a sync of it settles a stale record). Refusal: VP_ERROR_REFUSED. */
+const vpPlan *vpManagerReserve(vpManager *m, const char *name, const vpRequest *req,
                                GError **error);
-/* The same for a request parsed already (vpDomXMLParse with vpManagerDefaults()): the
- * daemon parses outside its state lock. */
-const vpPlan *vpManagerReserveParsed(vpManager *m, const char *name, const vpRequest *req,
-                                     GError **error);
 /* Releases reservations whose start has not come within ttl_us (a start that failed
  * before libvirt ran the release hook, or a reserve that was never libvirt's). Returns
  * their names (caller frees). */
 GPtrArray *vpManagerExpire(vpManager *m, gint64 ttl_us);
 /* Where the domain would go now; nothing is recorded. */
-vpPlan *vpManagerDryRun(vpManager *m, const char *xml, gsize len, GError **error);
+vpPlan *vpManagerDryRun(vpManager *m, const vpRequest *req, GError **error);
 /* Frees the domain's PUs and forgets it; FALSE when it was unknown. */
 gboolean vpManagerRelease(vpManager *m, const char *name);
 
@@ -84,19 +82,30 @@ typedef enum {
     VP_SYNC_APPLY,       /* apply vpManagerPlan() through libvirt, then vpManagerApplied() */
 } vpSyncAction;
 
-/* Reconciles a running domain: its live XML (request) and libvirt's live pins. Records
+/* Reconciles a running domain: what it asks for (req) and libvirt's live pins. Records
  * what it finds (adopting live pins, respecting <cputune>, placing when unknown) and says
  * what the daemon must do. */
-vpSyncAction vpManagerSync(vpManager *m, const char *name, const char *xml, gsize len,
+vpSyncAction vpManagerSync(vpManager *m, const char *name, const vpRequest *req,
                            const vpLivePins *live, GError **error);
+/* A running domain whose XML cannot be read as a request: recorded unplaced, why. */
+void vpManagerUnreadable(vpManager *m, const char *name, const char *why);
 /* Result of applying: error NULL when libvirt's pins now show the plan. */
 void vpManagerApplied(vpManager *m, const char *name, const char *error);
 /* Recorded domains that libvirt does not run: released, except reservations younger than
  * grace_us (their start may still be under way). Returns how many were released. */
 guint vpManagerReleaseGone(vpManager *m, GHashTable *running, gint64 grace_us);
 
-/* Moves vCPUs in the ledger (vpRebalanceApply: all or nothing), once libvirt has them. */
+/* Moves vCPUs in the ledger (vpRebalanceApply: all or nothing), before libvirt is told
+ * (daemon/actuator.h). */
 gboolean vpManagerMove(vpManager *m, GPtrArray *moves, GError **error);
+/* Undoes moves libvirt did not take: olds are the plans, as they were before
+ * vpManagerMove(), of every domain it changed (the movers, and those whose overcommit it
+ * settled); serials (guint64) their records' then. Domains whose record changed since (the
+ * hook released or reserved them anew) are left to their new owner. All or nothing: FALSE
+ * with error when the ledger cannot take the old plans back (a CPU they left was reserved
+ * since); the moved plans then stay and those domains are marked applying, with that
+ * reason. */
+gboolean vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GError **error);
 /* The domain's vCPU count changed while it runs (hotplug): its plan grows or shrinks
  * (core/grow.h), state applying until the daemon has pinned it. The domain's own <cputune>
  * pins are not vcpuplace's to resize: VP_ERROR_INVALID. */

@@ -4,6 +4,7 @@
  * label values the double quote.
  */
 #include "daemon/metrics.h"
+#include "core/pressure.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -142,4 +143,183 @@ gboolean
 vpMetricsWriteFile(const char *path, const char *text, GError **error)
 {
     return g_file_set_contents_full(path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+}
+
+/* ---- vcpuplaced's families ------------------------------------------------------------ */
+
+static void
+declareFamilies(vpMetrics *m)
+{
+    vpMetricsDeclare(m, "vcpuplace_vcpu_wait_ratio", "gauge",
+                     "Smoothed fraction of wall time the vCPU thread was runnable but waited "
+                     "for a CPU");
+    vpMetricsDeclare(m, "vcpuplace_vcpu_run_ratio", "gauge",
+                     "Smoothed fraction of wall time the vCPU thread ran");
+    vpMetricsDeclare(m, "vcpuplace_vcpu_wakeups_per_second", "gauge",
+                     "Smoothed wakeups of the vCPU thread per second (its voluntary switches)");
+    vpMetricsDeclare(m, "vcpuplace_vcpu_moves_total", "counter",
+                     "Moves of the vCPU by the rebalancer since vcpuplaced started");
+    vpMetricsDeclare(m, "vcpuplace_domain_wait_ratio", "gauge",
+                     "Smoothed wait fraction of the domain's vCPUs, mean");
+    vpMetricsDeclare(m, "vcpuplace_domain_info", "gauge",
+                     "One per managed domain: its state and the policy it was placed with");
+    vpMetricsDeclare(m, "vcpuplace_domain_degraded", "gauge",
+                     "1 when the domain's placement relaxed its policy");
+    vpMetricsDeclare(m, "vcpuplace_domain_cookie", "gauge",
+                     "One per domain the last core-scheduling pass saw: the state of its "
+                     "threads' cookies (ok, none, mismatch, failed, unsupported...)");
+    vpMetricsDeclare(m, "vcpuplace_cpu_busy_ratio", "gauge", "Smoothed busy fraction of the CPU");
+    vpMetricsDeclare(m, "vcpuplace_cpu_wait_ratio", "gauge",
+                     "Smoothed sum of the wait fractions of the vCPUs pinned to the CPU");
+    vpMetricsDeclare(m, "vcpuplace_cpu_hot", "gauge",
+                     "1 while the CPU is a hotspot (hot for the configured persistence)");
+    vpMetricsDeclare(m, "vcpuplace_cpu_vcpus", "gauge", "vCPUs the ledger pins to the CPU");
+    vpMetricsDeclare(m, "vcpuplace_usable_cpus", "gauge", "CPUs vcpuplace may hand out");
+    vpMetricsDeclare(m, "vcpuplace_domains", "gauge", "Managed domains by state");
+    vpMetricsDeclare(m, "vcpuplace_monitored_threads", "gauge", "vCPU threads measured");
+    vpMetricsDeclare(m, "vcpuplace_intervals_total", "counter", "Intervals measured");
+    vpMetricsDeclare(m, "vcpuplace_moves_total", "counter", "vCPU moves committed");
+    vpMetricsDeclare(m, "vcpuplace_move_failures_total", "counter",
+                     "Move decisions libvirt did not take");
+    vpMetricsDeclare(m, "vcpuplace_reloads_total", "counter", "Configuration reloads");
+    vpMetricsDeclare(m, "vcpuplace_libvirt_connected", "gauge", "1 while libvirt is connected");
+    vpMetricsDeclare(m, "vcpuplace_interval_seconds", "gauge", "Sampling interval");
+    vpMetricsDeclare(m, "vcpuplace_tick_seconds", "gauge",
+                     "Time the last interval's sampling and pass took");
+}
+
+static void
+addVcpus(vpMetrics *m, const vpMetricsSources *src)
+{
+    const vpTopology *topo = vpManagerTopology(src->mgr);
+    const vpPressure *p = vpBalancePressure(src->balance);
+    char buf[2][24];
+
+    g_autoptr(GPtrArray) vcpus = vpPressureVcpus(p);
+    for (guint i = 0; i < vcpus->len; i++) {
+        const vpVcpuPressure *v = vcpus->pdata[i];
+        g_snprintf(buf[0], sizeof(buf[0]), "%d", v->vcpu);
+        if (v->pu >= 0)
+            g_snprintf(buf[1], sizeof(buf[1]), "%u", vpTopologyPU(topo, v->pu)->os);
+        else
+            g_strlcpy(buf[1], "", sizeof(buf[1]));
+        vpMetricsAdd(m, "vcpuplace_vcpu_wait_ratio", v->wait, "domain", v->domain, "vcpu", buf[0],
+                     "cpu", buf[1], NULL);
+        vpMetricsAdd(m, "vcpuplace_vcpu_run_ratio", v->run, "domain", v->domain, "vcpu", buf[0],
+                     "cpu", buf[1], NULL);
+        vpMetricsAdd(m, "vcpuplace_vcpu_wakeups_per_second", v->wakeups, "domain", v->domain,
+                     "vcpu", buf[0], "cpu", buf[1], NULL);
+        vpMetricsAdd(m, "vcpuplace_vcpu_moves_total",
+                     vpBalanceMoves(src->balance, v->domain, v->vcpu), "domain", v->domain, "vcpu",
+                     buf[0], NULL);
+    }
+}
+
+static void
+addDomains(vpMetrics *m, const vpMetricsSources *src)
+{
+    const vpPressure *p = vpBalancePressure(src->balance);
+    g_autoptr(GPtrArray) names = vpManagerNames(src->mgr);
+    guint count[VP_DOM_LAST] = {0};
+    for (guint i = 0; i < names->len; i++) {
+        const char *name = names->pdata[i];
+        const vpDomRecord *rec = vpManagerRecord(src->mgr, name);
+        const vpPlan *plan = vpManagerPlan(src->mgr, name);
+        const vpDomainPressure *dp = vpPressureDomain(p, name);
+        count[rec->state]++;
+        if (dp)
+            vpMetricsAdd(m, "vcpuplace_domain_wait_ratio", dp->wait, "domain", name, NULL);
+        vpMetricsAdd(m, "vcpuplace_domain_info", 1, "domain", name, "state",
+                     vpDomStateName(rec->state), "smt", plan ? vpSmtName(plan->policy.smt) : "",
+                     "coresched", plan ? vpCoreschedName(plan->policy.coresched) : "", "rebalance",
+                     plan ? vpRebalanceName(plan->policy.rebalance) : "", NULL);
+        vpMetricsAdd(m, "vcpuplace_domain_degraded", plan && plan->degraded, "domain", name, NULL);
+        const char *cstate = vpCookiesDomainState(src->cookies, name);
+        if (cstate)
+            vpMetricsAdd(m, "vcpuplace_domain_cookie", 1, "domain", name, "state", cstate, NULL);
+    }
+    for (int s = 0; s < VP_DOM_LAST; s++)
+        vpMetricsAdd(m, "vcpuplace_domains", count[s], "state", vpDomStateName(s), NULL);
+}
+
+static void
+addCpus(vpMetrics *m, const vpMetricsSources *src)
+{
+    const vpTopology *topo = vpManagerTopology(src->mgr);
+    const vpLedger *ledger = vpManagerLedger(src->mgr);
+    const vpPressure *p = vpBalancePressure(src->balance);
+    char cpu[24];
+
+    for (int pu = 0; pu < vpTopologyNPUs(topo); pu++) {
+        const vpPUPressure *pp = vpPressurePU(p, pu);
+        g_snprintf(cpu, sizeof(cpu), "%u", vpTopologyPU(topo, pu)->os);
+        vpMetricsAdd(m, "vcpuplace_cpu_busy_ratio", pp->busy, "cpu", cpu, NULL);
+        vpMetricsAdd(m, "vcpuplace_cpu_wait_ratio", pp->wait, "cpu", cpu, NULL);
+        vpMetricsAdd(m, "vcpuplace_cpu_hot", vpPressurePUHot(p, pu), "cpu", cpu, NULL);
+        vpMetricsAdd(m, "vcpuplace_cpu_vcpus",
+                     vpLedgerNOwners(ledger, pu) * (vpLedgerOwner(ledger, pu).kind == VP_OWN_VCPU),
+                     "cpu", cpu, NULL);
+    }
+}
+
+/* The daemon's own figures: failed ledger saves and the socket's refusals. */
+static void
+addDaemon(vpMetrics *m, const vpMetricsSources *src)
+{
+    const vpServerStats *st = &src->socket;
+
+    vpMetricsDeclare(m, "vcpuplace_ledger_save_failures", "gauge",
+                     "Consecutive failed ledger saves (retried with backoff); 0 once one works");
+    vpMetricsAdd(m, "vcpuplace_ledger_save_failures", src->save_failures, NULL);
+    vpMetricsDeclare(m, "vcpuplace_socket_refused_total", "counter",
+                     "Connections to the socket refused, by reason");
+    vpMetricsAdd(m, "vcpuplace_socket_refused_total", st->refused_full, "reason", "full", NULL);
+    vpMetricsAdd(m, "vcpuplace_socket_refused_total", st->refused_peer, "reason", "peer", NULL);
+    vpMetricsAdd(m, "vcpuplace_socket_refused_total", st->refused_long, "reason", "too_long", NULL);
+    vpMetricsDeclare(m, "vcpuplace_socket_idle_closed_total", "counter",
+                     "Connections closed by the idle timeout");
+    vpMetricsAdd(m, "vcpuplace_socket_idle_closed_total", st->closed_idle, NULL);
+}
+
+char *
+vpMetricsCollect(const vpMetricsSources *src)
+{
+    g_autoptr(vpMetrics) m = vpMetricsNew();
+    const vpTopology *topo = vpManagerTopology(src->mgr);
+    vpBalanceFigures fig = vpBalanceGetFigures(src->balance);
+
+    declareFamilies(m);
+    addVcpus(m, src);
+    addDomains(m, src);
+    addCpus(m, src);
+    vpMetricsAdd(m, "vcpuplace_usable_cpus", hwloc_bitmap_weight(vpTopologyUsableSet(topo)), NULL);
+    vpMetricsAdd(m, "vcpuplace_monitored_threads", fig.monitored, NULL);
+    vpMetricsAdd(m, "vcpuplace_intervals_total", fig.intervals, NULL);
+    vpMetricsAdd(m, "vcpuplace_moves_total", fig.moves_total, NULL);
+    vpMetricsAdd(m, "vcpuplace_move_failures_total", fig.failed_total, NULL);
+    vpMetricsAdd(m, "vcpuplace_reloads_total", fig.reloads, NULL);
+    vpMetricsAdd(m, "vcpuplace_libvirt_connected", src->connected, NULL);
+    vpMetricsAdd(m, "vcpuplace_interval_seconds", src->cfg->interval_ms / 1000.0, NULL);
+    vpMetricsAdd(m, "vcpuplace_tick_seconds", fig.tick_us / 1e6, NULL);
+    addDaemon(m, src);
+    return vpMetricsText(m);
+}
+
+void
+vpMetricsExport(const vpMetricsSources *src, gboolean *warned)
+{
+    const char *path = src->cfg->metrics_textfile;
+    if (!path)
+        return;
+    g_autofree char *text = vpMetricsCollect(src);
+    g_autoptr(GError) err = NULL;
+    if (!vpMetricsWriteFile(path, text, &err)) {
+        if (!*warned)
+            g_log_structured(
+                G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_EVENT", "metrics", "MESSAGE",
+                "cannot write the metrics textfile (said once until it works): %s", err->message);
+        *warned = TRUE;
+        return;
+    }
+    *warned = FALSE;
 }

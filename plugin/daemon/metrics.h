@@ -6,6 +6,13 @@
  */
 #pragma once
 
+#include "daemon/server.h"
+
+#include "daemon/balance.h"
+#include "daemon/cookies.h"
+#include "daemon/config.h"
+#include "daemon/manager.h"
+
 #include <glib.h>
 
 typedef struct _vpMetrics vpMetrics;
@@ -24,3 +31,21 @@ char *vpMetricsText(const vpMetrics *m);
 /* Replaces path with text atomically (a temporary file beside it, renamed), mode 0644:
  * node_exporter never reads half a file. */
 gboolean vpMetricsWriteFile(const char *path, const char *text, GError **error);
+
+/* What vcpuplaced's exposition is made of; all borrowed. */
+typedef struct {
+    const vpConfig *cfg;
+    const vpManager *mgr;
+    const vpBalance *balance;
+    const vpCookies *cookies;
+    gboolean connected;  /* libvirt */
+    guint save_failures; /* consecutive failed ledger saves */
+    vpServerStats socket;
+} vpMetricsSources;
+
+/* vcpuplaced's families: per vCPU, per domain, per CPU and the daemon's totals (caller
+ * frees). */
+char *vpMetricsCollect(const vpMetricsSources *src);
+/* Writes vpMetricsCollect() to [rebalance] textfile when one is set; a failure is logged
+ * once until a write works again (*warned keeps that). */
+void vpMetricsExport(const vpMetricsSources *src, gboolean *warned);

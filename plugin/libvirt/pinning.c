@@ -1,5 +1,6 @@
 /*
- * Plan -> virDomainPinVcpuFlags / PinEmulator / PinIOThread, and live pins -> sets.
+ * Plan -> virDomainPinVcpuFlags / PinEmulator / PinIOThread, and libvirt's live pins ->
+ * core/livepins.h.
  * libvirt's cpumaps are byte arrays, one bit per host CPU; hwloc bitmaps hold the same
  * Linux numbers, so conversion is bit by bit.
  */
@@ -9,28 +10,13 @@
 
 #include <libvirt/virterror.h>
 
-void
-vpLivePinsFree(vpLivePins *pins)
+static void
+mapFill(hwloc_bitmap_t set, const unsigned char *map, int maplen)
 {
-    if (!pins)
-        return;
-    for (unsigned i = 0; i < pins->nvcpus; i++)
-        hwloc_bitmap_free(pins->vcpu[i]);
-    g_free(pins->vcpu);
-    if (pins->emulator)
-        hwloc_bitmap_free(pins->emulator);
-    g_free(pins);
-}
-
-static hwloc_bitmap_t
-mapToSet(const unsigned char *map, int maplen)
-{
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
     for (int cpu = 0; cpu < maplen * 8; cpu++) {
         if (VIR_CPU_USABLE(map, maplen, 0, cpu))
             hwloc_bitmap_set(set, cpu);
     }
-    return set;
 }
 
 static unsigned char *
@@ -92,16 +78,15 @@ vpVirPinsRead(virDomainPtr dom, unsigned flags, GError **error)
         return NULL;
     }
 
-    g_autoptr(vpLivePins) pins = g_new0(vpLivePins, 1);
-    pins->nvcpus = MIN(got, nvcpus);
-    pins->vcpu = g_new0(hwloc_bitmap_t, MAX(pins->nvcpus, 1));
+    g_autoptr(vpLivePins) pins = vpLivePinsNew(MIN(got, nvcpus));
     for (unsigned i = 0; i < pins->nvcpus; i++)
-        pins->vcpu[i] = mapToSet(VIR_GET_CPUMAP(maps, maplen, i), maplen);
+        mapFill(pins->vcpu[i], VIR_GET_CPUMAP(maps, maplen, i), maplen);
 
     g_autofree unsigned char *emap = g_malloc0(maplen);
-    if (virDomainGetEmulatorPinInfo(dom, emap, maplen, flags) >= 0)
-        pins->emulator = mapToSet(emap, maplen);
-    else if (!isNoSupport()) {
+    if (virDomainGetEmulatorPinInfo(dom, emap, maplen, flags) >= 0) {
+        pins->emulator = hwloc_bitmap_alloc();
+        mapFill(pins->emulator, emap, maplen);
+    } else if (!isNoSupport()) {
         vpVirSetError(error, "domain %s: cannot read the emulator pin", name);
         return NULL;
     }
@@ -181,64 +166,6 @@ vpVirAppliedRecord(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError 
         return FALSE;
     }
     return TRUE;
-}
-
-char *
-vpLivePinsDiff(const vpLivePins *pins, const vpPlan *plan)
-{
-    for (unsigned i = 0; i < plan->nvcpus; i++) {
-        if (plan->vcpu_pu[i] < 0)
-            continue;
-        if (i >= pins->nvcpus)
-            return g_strdup_printf("vCPU %u is planned but libvirt reports only %u vCPUs", i,
-                                   pins->nvcpus);
-        if (hwloc_bitmap_weight(pins->vcpu[i]) != 1 ||
-            !hwloc_bitmap_isset(pins->vcpu[i], plan->vcpu_pu[i])) {
-            g_autofree char *live = vpCpuListFormat(pins->vcpu[i]);
-            return g_strdup_printf("vCPU %u is pinned to %s, planned %d", i, live,
-                                   plan->vcpu_pu[i]);
-        }
-    }
-    if (pins->emulator && plan->emulator && !hwloc_bitmap_iszero(plan->emulator) &&
-        !hwloc_bitmap_isequal(pins->emulator, plan->emulator)) {
-        g_autofree char *live = vpCpuListFormat(pins->emulator);
-        g_autofree char *want = vpCpuListFormat(plan->emulator);
-        return g_strdup_printf("emulator is pinned to %s, planned %s", live, want);
-    }
-    return NULL;
-}
-
-gboolean
-vpLivePinsAllSingle(const vpLivePins *pins)
-{
-    if (pins->nvcpus == 0)
-        return FALSE;
-    for (unsigned i = 0; i < pins->nvcpus; i++) {
-        if (hwloc_bitmap_weight(pins->vcpu[i]) != 1)
-            return FALSE;
-    }
-    return TRUE;
-}
-
-vpPlan *
-vpLivePinsToPlan(const vpLivePins *pins, const char *domain, const vpPolicy *policy)
-{
-    vpPlan *plan = vpPlanNew(domain, pins->nvcpus);
-    vpPolicyClear(&plan->policy);
-    vpPolicyCopy(&plan->policy, policy);
-    g_free(plan->group);
-    plan->group = g_strdup(policy->group);
-    plan->how = VP_HOW_ADOPTED;
-    for (unsigned i = 0; i < pins->nvcpus; i++)
-        plan->vcpu_pu[i] =
-            hwloc_bitmap_weight(pins->vcpu[i]) == 1 ? hwloc_bitmap_first(pins->vcpu[i]) : -1;
-    if (pins->emulator && plan->emulator)
-        hwloc_bitmap_copy(plan->emulator, pins->emulator);
-    else if (pins->emulator)
-        plan->emulator = hwloc_bitmap_dup(pins->emulator);
-    plan->level = VP_LEVEL_HOST;
-    plan->level_index = -1;
-    return plan;
 }
 
 char *

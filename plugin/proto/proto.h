@@ -4,15 +4,31 @@
  * JSON lines over a Unix stream socket: one request object per line, one reply per
  * request, in order. A request is {"op": NAME, ...}; a reply is {"ok": true, ...} or
  * {"ok": false, "error": TEXT, "refused": BOOL}, refused meaning "the policy cannot be met"
- * as opposed to "something is wrong". Operations:
+ * as opposed to "something is wrong". Operations, request members beside op and the
+ * reply's beside ok (plugin/daemon/ops.c holds the table this list is checked against):
  *
- *   reserve   {name, xml}   hook, prepare begin: place and hold PUs, or refuse
- *   started   {name}        hook, started begin: pin now (after the reply)
- *   release   {name}        hook, stopped/release end: free the domain's PUs
- *   reconnect {name}        hook, reconnect begin: resynchronise the domain
- *   status    {name?}       -> {domains: [{name, state, how, policy, vcpus: [...], ...}]}
- *   plan      {xml}         -> {plan}: where the domain would go now, nothing recorded
- *   topology  {}            -> {source, host_cpus, housekeeping_cpus, ledger, owners}
+ *   reserve    {name, xml}  hook, prepare begin: place and hold PUs, or refuse
+ *              -> {plan}
+ *   started    {name}       hook, started begin: pin now (after the reply)
+ *              -> {}
+ *   release    {name}       hook, stopped/release end: free the domain's PUs
+ *              -> {}
+ *   reconnect  {name}       hook, reconnect begin: resynchronise the domain
+ *              -> {}
+ *   rewrite    {name, xml}  hook, restore/migrate begin: the XML without vcpuplace's pins
+ *              -> {xml?}
+ *   status     {name?}      what each domain holds and why
+ *              -> {uri, connected, topology, coresched, hotplug, domains: [...]}
+ *   plan       {xml}        where the domain would go now, nothing recorded
+ *              -> {plan}
+ *   topology   {}           the host and who holds each CPU
+ *              -> {source, host_cpus, housekeeping_cpus, ledger, owners}
+ *   top        {}           the pressure figures per vCPU and CPU
+ *              -> {mode, interval_s, intervals, vcpus: [...], cpus: [...]}
+ *   rebalance  {dry_run?}   a rebalancing pass now, whatever the mode
+ *              -> {dry_run, moves: [...], notes: [...]}
+ *   metrics    {}           Prometheus text exposition
+ *              -> {text}
  *
  * This library is GIO and json-glib only: the hook links it and must start fast.
  */

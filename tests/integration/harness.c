@@ -142,3 +142,19 @@ run(const char *const *argv, const char *input, char **out, char **errout)
     g_free(r.err);
     return r.status;
 }
+
+int
+runNow(const char *const *argv, const char *input, char **errout)
+{
+    g_autoptr(GSubprocessLauncher) l =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                  G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_subprocess_launcher_setenv(l, "VCPUPLACE_CONFIG", confpath, TRUE);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GSubprocess) p = g_subprocess_launcher_spawnv(l, argv, &err);
+    ck_assert_msg(p, "spawn %s: %s", argv[0], err ? err->message : "");
+    /* The synchronous form runs a main context of its own, not the daemon's. */
+    ck_assert_msg(g_subprocess_communicate_utf8(p, input, NULL, NULL, errout, &err),
+                  "communicate: %s", err ? err->message : "");
+    return g_subprocess_get_exit_status(p);
+}

@@ -42,3 +42,6 @@ virDomainPtr define(virConnectPtr conn, const char *xml);
  * returns the exit status. Output not asked for is dropped, but a failure's stderr is
  * shown, so that an assertion on the status comes with the reason. */
 int run(const char *const *argv, const char *input, char **out, char **errout);
+/* The same without turning the daemon's main loop: for a test that keeps the main thread
+ * where the daemon waits on libvirt (state lock let go, not polling). */
+int runNow(const char *const *argv, const char *input, char **errout);

@@ -6,14 +6,17 @@
  * The test driver runs no threads, so nothing can be measured: the counters are the one
  * fake here. Recorded intervals go in through vpBalanceFeed(), where the daemon's timer
  * puts the monitor's samples ([rebalance] mode=off keeps the timer out of the way).
- * Everything after that is real: pressure, rebalancer, pinning through libvirt, ledger.
+ * Everything after that is real: pressure, rebalancer, pinning through libvirt, ledger,
+ * and the hook binary that a move's window lets in.
  */
 #include "harness.h"
 
 #include "core/ledger.h"
+#include "daemon/actuator.h"
 #include "host/ledgerfile.h"
 #include "daemon/balance.h"
 #include "daemon/daemon.h"
+#include "daemon/metrics.h"
 #include "proto/proto.h"
 
 #include <check.h>
@@ -270,20 +273,30 @@ listeningWriter(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer
     return quietWriter(level, fields, n, data);
 }
 
-/* mode=auto: the pass after each interval moves by itself, says why once, and a steady
- * load for ten minutes of intervals afterwards moves nothing. */
-START_TEST(test_auto_moves_once)
+/* mode=auto (the timer out of the way: it must not feed the test driver's empty samples in
+ * between): rb-a and rb-b time-share CPU 0, then a reload makes CPU 1 usable. */
+static vpDaemon *
+startSharedPair(virDomainPtr *a, virDomainPtr *b)
 {
-    /* the timer must not feed the test driver's empty samples in between */
     writeBalanceConfig("0", "mode=auto\ninterval=3600\n");
-    g_autoptr(vpDaemon) d = startDaemon();
-    vpManager *m = vpDaemonManager(d);
-    virDomainPtr a = startShare(d, "rb-a");
-    virDomainPtr b = startShare(d, "rb-b");
+    vpDaemon *d = startDaemon();
+    *a = startShare(d, "rb-a");
+    *b = startShare(d, "rb-b");
     writeBalanceConfig("0-1", "mode=auto\ninterval=3600\n");
     g_autoptr(GError) err = NULL;
     ck_assert_msg(vpDaemonReload(d, &err), "%s", err ? err->message : "");
     waitIdle(d);
+    return d;
+}
+
+/* mode=auto: the pass after each interval moves by itself, says why once, and a steady
+ * load for ten minutes of intervals afterwards moves nothing. */
+START_TEST(test_auto_moves_once)
+{
+    virDomainPtr a, b;
+    g_autoptr(vpDaemon) d = startSharedPair(&a, &b);
+    vpManager *m = vpDaemonManager(d);
+    g_autoptr(GError) err = NULL;
 
     heard = g_ptr_array_new_with_free_func(g_free);
     listenFor = "move";
@@ -317,6 +330,129 @@ START_TEST(test_auto_moves_once)
     }
     ck_assert_uint_eq(heard->len, 1);
     ck_assert_msg(vpLedgerCheck(vpManagerLedger(m), &err), "%s", err ? err->message : "");
+    g_clear_pointer(&heard, g_ptr_array_unref);
+    virDomainFree(a);
+    virDomainFree(b);
+}
+END_TEST
+
+/* What the hook did while the actuator had the state lock let go for libvirt. */
+typedef struct {
+    const char *xml;
+    guint calls;
+    int status;
+    char *err;
+} vpHookInWindow;
+
+/* Runs the real hook's prepare begin for rb-c, once, from inside the window: the main
+ * thread holds no lock and does not poll, as while it waits on libvirt. */
+static void
+reserveInWindow(gpointer data)
+{
+    vpHookInWindow *w = data;
+    if (w->calls++)
+        return;
+    const char *argv[] = {VP_HOOK, "rb-c", "prepare", "begin", "-", NULL};
+    w->status = runNow(argv, w->xml, &w->err);
+}
+
+/* A start whose hook asks for the CPU a vCPU is being moved to, while the move waits on
+ * libvirt: the ledger holds the target before libvirt is told, so the start is refused
+ * rather than given a CPU the moved vCPU runs on, and libvirt's pins are the ledger's
+ * the moment the pass returns (not only once a tunable event has put them back). */
+START_TEST(test_move_holds_target_against_hook)
+{
+    virDomainPtr a, b;
+    g_autoptr(vpDaemon) d = startSharedPair(&a, &b);
+    vpManager *m = vpDaemonManager(d);
+    g_autoptr(GError) err = NULL;
+    ck_assert_int_eq(planned(d, "rb-a"), 0);
+    ck_assert_int_eq(planned(d, "rb-b"), 0);
+
+    /* one vCPU that wants a whole free core: CPU 1 is the only candidate */
+    g_autofree char *cxml = domainXML("rb-c", 1, "smt='spread' unmet='refuse'", NULL);
+    vpHookInWindow w = {.xml = cxml};
+    vpActuatorSetUnlockedFunc(vpDaemonActuator(d), reserveInWindow, &w);
+    feedShared(d, 5);
+    vpActuatorSetUnlockedFunc(vpDaemonActuator(d), NULL, NULL);
+
+    ck_assert_uint_ge(w.calls, 1);
+    ck_assert_msg(w.status == 1 && strstr(w.err, "vcpuplace: refusing to start rb-c:"),
+                  "hook status %d: %s", w.status, w.err);
+    ck_assert_ptr_null(vpManagerRecord(m, "rb-c"));
+    ck_assert_int_ne(planned(d, "rb-a"), planned(d, "rb-b"));
+    ck_assert_int_eq(livePin(a), planned(d, "rb-a"));
+    ck_assert_int_eq(livePin(b), planned(d, "rb-b"));
+    ck_assert_msg(vpLedgerCheck(vpManagerLedger(m), &err), "%s", err ? err->message : "");
+
+    /* and so they stay once every event has been handled */
+    waitIdle(d);
+    ck_assert_int_eq(livePin(a), planned(d, "rb-a"));
+    ck_assert_int_eq(livePin(b), planned(d, "rb-b"));
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "rb-a")->state), "applied");
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "rb-b")->state), "applied");
+    g_free(w.err);
+    virDomainFree(a);
+    virDomainFree(b);
+}
+END_TEST
+
+/* Both domains stop while the move waits on libvirt. */
+typedef struct {
+    virDomainPtr doms[2];
+    guint calls;
+} vpStopInWindow;
+
+static void
+stopInWindow(gpointer data)
+{
+    vpStopInWindow *w = data;
+    if (w->calls++)
+        return;
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(virDomainDestroy(w->doms[i]), 0);
+}
+
+/* A move libvirt does not take (its domain stopped meanwhile) is undone in the ledger:
+ * the vCPU is recorded where it was, nothing is double-booked, the failure is reported
+ * with the reason, and the stopped domains are then released as usual. */
+START_TEST(test_failed_move_rolled_back)
+{
+    virDomainPtr a, b;
+    g_autoptr(vpDaemon) d = startSharedPair(&a, &b);
+    vpManager *m = vpDaemonManager(d);
+    g_autoptr(GError) err = NULL;
+
+    heard = g_ptr_array_new_with_free_func(g_free);
+    listenFor = "move-failed";
+    vpStopInWindow w = {.doms = {a, b}};
+    vpActuatorSetUnlockedFunc(vpDaemonActuator(d), stopInWindow, &w);
+    feedShared(d, 5);
+    vpActuatorSetUnlockedFunc(vpDaemonActuator(d), NULL, NULL);
+
+    ck_assert_uint_ge(w.calls, 1);
+    ck_assert_uint_eq(heard->len, 1);
+    ck_assert_msg(strstr(heard->pdata[0], "not moved from CPU 0 to CPU 1") &&
+                      strstr(heard->pdata[0], "putting the old pins back failed too"),
+                  "%s", (char *)heard->pdata[0]);
+    ck_assert_int_eq(planned(d, "rb-a"), 0);
+    ck_assert_int_eq(planned(d, "rb-b"), 0);
+    ck_assert_msg(vpLedgerCheck(vpManagerLedger(m), &err), "%s", err ? err->message : "");
+    g_autofree char *prom = vpMetricsCollect(&(vpMetricsSources){
+        .cfg = vpDaemonConfig(d),
+        .mgr = m,
+        .balance = vpDaemonBalance(d),
+        .cookies = vpDaemonCookies(d),
+        .connected = TRUE,
+    });
+    ck_assert_msg(strstr(prom, "vcpuplace_move_failures_total 1\n") &&
+                      strstr(prom, "vcpuplace_moves_total 0\n"),
+                  "%s", prom);
+
+    waitIdle(d);
+    ck_assert_ptr_null(vpManagerRecord(m, "rb-a"));
+    ck_assert_ptr_null(vpManagerRecord(m, "rb-b"));
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(m)), 0);
     g_clear_pointer(&heard, g_ptr_array_unref);
     virDomainFree(a);
     virDomainFree(b);
@@ -420,6 +556,8 @@ suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_separate_overcommitted);
     tcase_add_test(tc, test_auto_moves_once);
+    tcase_add_test(tc, test_move_holds_target_against_hook);
+    tcase_add_test(tc, test_failed_move_rolled_back);
     tcase_add_test(tc, test_notes_said_once);
     tcase_add_test(tc, test_bad_requests_and_reloads);
     suite_add_tcase(s, tc);

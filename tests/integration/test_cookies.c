@@ -13,6 +13,7 @@
 
 #include "daemon/daemon.h"
 #include "host/coresched.h"
+#include "libvirt/pinning.h"
 
 #include <check.h>
 #include <libvirt/virterror.h>

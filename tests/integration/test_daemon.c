@@ -285,20 +285,11 @@ static int
 hookWhileMainWaits(vpDaemon *d, const char *name, const char *op, const char *subop,
                    const char *xml, char **errout)
 {
-    g_autoptr(GSubprocessLauncher) l =
-        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                  G_SUBPROCESS_FLAGS_STDERR_PIPE);
-    g_subprocess_launcher_setenv(l, "VCPUPLACE_CONFIG", confpath, TRUE);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(GSubprocess) p =
-        g_subprocess_launcher_spawn(l, &err, VP_HOOK, name, op, subop, "-", NULL);
-    ck_assert_msg(p, "spawn: %s", err ? err->message : "");
+    const char *argv[] = {VP_HOOK, name, op, subop, "-", NULL};
     vpDaemonUnlock(d);
-    /* The synchronous form runs a main context of its own, not the daemon's. */
-    gboolean ok = g_subprocess_communicate_utf8(p, xml, NULL, NULL, errout, &err);
+    int status = runNow(argv, xml, errout);
     vpDaemonLock(d);
-    ck_assert_msg(ok, "communicate: %s", err ? err->message : "");
-    return g_subprocess_get_exit_status(p);
+    return status;
 }
 
 START_TEST(test_hook_answered_while_main_loop_waits)
@@ -651,9 +642,7 @@ END_TEST
 static char *
 daemonMetrics(vpDaemon *d)
 {
-    g_autoptr(vpMetrics) mt = vpMetricsNew();
-    vpDaemonAddMetrics(d, mt);
-    return vpMetricsText(mt);
+    return vpDaemonMetricsText(d);
 }
 
 /* Runs the main loop until the metrics text holds want, or 20 s. */
@@ -905,6 +894,23 @@ START_TEST(test_config_errors)
 }
 END_TEST
 
+START_TEST(test_protocol_reference)
+{
+    g_autofree char *ref = vpDaemonProtocolReference();
+    g_autofree char *header = NULL;
+    ck_assert(g_file_get_contents(VP_TOPDIR "/plugin/proto/proto.h", &header, NULL, NULL));
+    ck_assert_msg(strstr(header, ref), "plugin/proto/proto.h must list the operations as:\n%s",
+                  ref);
+    static const char *const names[] = {"reserve", "started",   "release", "reconnect",
+                                        "rewrite", "status",    "plan",    "topology",
+                                        "top",     "rebalance", "metrics"};
+    for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *line = g_strdup_printf(" *   %-10s", names[i]);
+        ck_assert_msg(strstr(ref, line), "'%s' missing from:\n%s", names[i], ref);
+    }
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -925,6 +931,7 @@ suite(void)
     tcase_add_test(tc, test_domains_filter);
     tcase_add_test(tc, test_restart_reconciles);
     tcase_add_test(tc, test_socket_bad_input);
+    tcase_add_test(tc, test_protocol_reference);
     tcase_add_test(tc, test_cli_status);
     tcase_add_test(tc, test_random_churn);
     suite_add_tcase(s, tc);

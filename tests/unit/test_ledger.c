@@ -317,6 +317,28 @@ START_TEST(test_json_round_trip)
 }
 END_TEST
 
+/* A copy holds the same and is independent: what changes in one leaves the other. */
+START_TEST(test_copy)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = threeDomains(topo);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) copy = vpLedgerCopy(ledger, topo, &err);
+    g_autofree char *text = ledgerText(ledger);
+    g_autofree char *same = NULL;
+    g_autofree char *still = NULL;
+
+    ck_assert_msg(copy, "%s", err ? err->message : "");
+    same = ledgerText(copy);
+    ck_assert_str_eq(same, text);
+    ck_assert(vpLedgerRemove(copy, "alpha"));
+    ck_assert_ptr_nonnull(vpLedgerLookup(ledger, "alpha"));
+    still = ledgerText(ledger);
+    ck_assert_str_eq(still, text);
+    ck_assert(vpLedgerCheck(copy, NULL) && vpLedgerCheck(ledger, NULL));
+}
+END_TEST
+
 static const struct {
     const char *text;
     const char *message;
@@ -686,6 +708,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_remove_and_replace);
     tcase_add_test(tc, test_json_round_trip);
     tcase_add_test(tc, test_text_round_trip);
+    tcase_add_test(tc, test_copy);
     tcase_add_loop_test(tc, test_json_bad, 0, G_N_ELEMENTS(bad_ledgers));
     tcase_add_test(tc, test_json_foreign_or_double_booked);
     suite_add_tcase(s, tc);

@@ -1,0 +1,465 @@
+/*
+ * The reconcile queue: the hook's "started", lifecycle events, a reconnect, a reload and a
+ * retry all become "sync this domain" (or "sync everything"), queued by domain name and
+ * run from an idle source on the main loop, one domain per dispatch. A sync decides from
+ * libvirt's current truth (the domain's request and live pins, vpManagerSync), so that
+ * duplicate or late triggers are harmless, and applies what it decides through the
+ * actuator.
+ */
+#include "daemon/internal.h"
+#include "daemon/log.h"
+#include "libvirt/domxml.h"
+#include "libvirt/pinning.h"
+
+#include <libvirt/virterror.h>
+#include <string.h>
+
+/* A reservation whose domain libvirt does not run yet may still be starting. */
+#define VP_RESERVE_GRACE_US (120 * G_USEC_PER_SEC)
+/* Failed pinning is retried this often, then reported as failed. */
+static const guint retryDelayMs[] = {200, 1000, 3000};
+/* A domain the hook reserved is pinned once the hook says "started": pinning takes the
+ * domain's job, which libvirt holds while its hook waits for us. A lifecycle event for it
+ * only arms this fallback, for a "started" notification that never came. */
+#define VP_STARTED_FALLBACK_MS 2000
+
+static void cancelSync(vpDaemon *d, const char *name);
+
+gboolean
+vpSyncReleaseRecord(vpDaemon *d, const char *name)
+{
+    if (!vpManagerRelease(d->mgr, name))
+        return FALSE;
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "released");
+    return TRUE;
+}
+
+void
+vpSyncReleased(vpDaemon *d, const char *name, gboolean known)
+{
+    if (known)
+        vpDaemonNotify(d, name, NULL, NULL);
+    g_hash_table_remove(d->attempts, name);
+    cancelSync(d, name);
+}
+
+static void
+release(vpDaemon *d, const char *name)
+{
+    vpSyncReleased(d, name, vpSyncReleaseRecord(d, name));
+}
+
+void
+vpSyncQueue(vpDaemon *d, const char *name, guint flags)
+{
+    gpointer old;
+    if (g_hash_table_lookup_extended(d->pending, name, NULL, &old))
+        flags |= GPOINTER_TO_UINT(old);
+    g_hash_table_insert(d->pending, g_strdup(name), GUINT_TO_POINTER(flags));
+    vpSyncKick(d);
+}
+
+typedef struct {
+    vpDaemon *d;
+    char *name;
+} vpRetry;
+
+static gboolean
+retryTimeout(gpointer data)
+{
+    vpRetry *r = data;
+    g_hash_table_remove(r->d->timers, r->name);
+    vpSyncQueue(r->d, r->name, VP_SYNC_LATE);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+retryFree(gpointer data)
+{
+    vpRetry *r = data;
+    g_free(r->name);
+    g_free(r);
+}
+
+/* A later sync of name (one timer per domain at most). */
+static void
+scheduleSync(vpDaemon *d, const char *name, guint delay_ms)
+{
+    if (g_hash_table_contains(d->timers, name))
+        return;
+    vpRetry *r = g_new0(vpRetry, 1);
+    r->d = d;
+    r->name = g_strdup(name);
+    guint id = g_timeout_add_full(G_PRIORITY_DEFAULT, delay_ms, retryTimeout, r, retryFree);
+    g_hash_table_insert(d->timers, g_strdup(name), GUINT_TO_POINTER(id));
+}
+
+static void
+cancelSync(vpDaemon *d, const char *name)
+{
+    gpointer id;
+    if (g_hash_table_lookup_extended(d->timers, name, NULL, &id)) {
+        g_source_remove(GPOINTER_TO_UINT(id));
+        g_hash_table_remove(d->timers, name);
+    }
+}
+
+/* Returns TRUE when another attempt was scheduled. */
+static gboolean
+scheduleRetry(vpDaemon *d, const char *name)
+{
+    guint n = GPOINTER_TO_UINT(g_hash_table_lookup(d->attempts, name));
+    if (n >= G_N_ELEMENTS(retryDelayMs))
+        return FALSE;
+    g_hash_table_insert(d->attempts, g_strdup(name), GUINT_TO_POINTER(n + 1));
+    scheduleSync(d, name, retryDelayMs[n]);
+    return TRUE;
+}
+
+static void
+applyPlan(vpDaemon *d, virDomainPtr dom, const char *name)
+{
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    const vpPlan *recorded = vpManagerPlan(d->mgr, name);
+    if (!rec || !recorded)
+        return;
+    guint64 serial = rec->serial;
+    g_autoptr(vpPlan) plan = vpPlanCopy(recorded);
+    g_autofree char *problem = vpActuatorPin(d->act, dom, plan);
+    rec = vpManagerRecord(d->mgr, name);
+    if (!rec || rec->serial != serial)
+        return; /* the hook released it meanwhile; its next start is synced anew */
+    if (problem && vpVirConnGet(d->vc) && scheduleRetry(d, name)) {
+        vpLogDomain(G_LOG_LEVEL_INFO, name, "pinning not done yet (%s); retrying", problem);
+        return;
+    }
+    if (problem && vpVirConnGet(d->vc) == NULL)
+        return; /* the reconnect's full sync takes over */
+    vpManagerApplied(d->mgr, name, problem);
+    g_hash_table_remove(d->attempts, name);
+    cancelSync(d, name);
+    if (!problem)
+        vpDaemonNotify(d, name, dom, plan);
+}
+
+/* The XML that says what the domain asks for: the persistent definition when there is one,
+ * since live pins applied by vcpuplace show up as <cputune> in the live XML. */
+static char *
+requestXML(virDomainPtr dom, GError **error)
+{
+    if (virDomainIsPersistent(dom) == 1) {
+        char *xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+        if (xml)
+            return xml;
+    }
+    return vpVirDomainXML(dom, error);
+}
+
+static void
+syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
+{
+    const char *name = virDomainGetName(dom);
+    vpDaemonUnlock(d);
+    int active = virDomainIsActive(dom);
+    vpDaemonLock(d);
+    if (active < 0) {
+        virErrorPtr e = virGetLastError();
+        if (e && e->code == VIR_ERR_NO_DOMAIN)
+            active = 0;
+        else if (vpVirConnCheck(d->vc))
+            return;
+    }
+    if (active == 0) {
+        const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+        /* A reservation is the start under way; the hook's release frees a failed one. */
+        if (rec && rec->state != VP_DOM_RESERVED)
+            release(d, name);
+        return;
+    }
+
+    unsigned flags = vpVirConnLiveFlags(d->vc);
+    g_autoptr(GError) err = NULL;
+    vpDaemonUnlock(d);
+    g_autofree char *xml = requestXML(dom, &err);
+    g_autoptr(vpLivePins) live = xml ? vpVirPinsRead(dom, flags, &err) : NULL;
+    vpDaemonLock(d);
+    if (!live) {
+        if (!vpVirConnCheck(d->vc) && !scheduleRetry(d, name))
+            vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
+        return;
+    }
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    gboolean hooked = rec && rec->state == VP_DOM_RESERVED;
+    int before = rec ? (int)rec->state : -1;
+    g_autoptr(vpRequest) req = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(d->mgr), &err);
+    vpSyncAction action = VP_SYNC_NOTHING;
+    if (req)
+        action = vpManagerSync(d->mgr, name, req, live, &err);
+    else
+        vpManagerUnreadable(d->mgr, name, err->message);
+    if (err)
+        vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
+    if (action != VP_SYNC_APPLY) {
+        /* Found live as planned (restart, adoption) or its own pins respected: listeners
+         * learn of it as of a domain just pinned. */
+        rec = vpManagerRecord(d->mgr, name);
+        if (rec && (int)rec->state != before &&
+            (rec->state == VP_DOM_APPLIED || rec->state == VP_DOM_PINNED))
+            vpDaemonNotify(d, name, dom, vpManagerPlan(d->mgr, name));
+        return;
+    }
+    if (hooked && !(why & (VP_SYNC_HOOK | VP_SYNC_LATE))) {
+        scheduleSync(d, name, VP_STARTED_FALLBACK_MS);
+        return;
+    }
+    applyPlan(d, dom, name);
+}
+
+static void
+syncName(vpDaemon *d, virConnectPtr conn, const char *name, guint why)
+{
+    /* A reservation is a start under way: libvirt keeps the domain locked until its hooks
+     * are done, so any call for it now waits on that start, and the socket waits with it,
+     * while the start waits on the socket for its hook (twenty starts at once stalled for
+     * the hooks' whole timeout). An event only arms the fallback for a lost "started". */
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    if (rec && rec->state == VP_DOM_RESERVED && !(why & (VP_SYNC_HOOK | VP_SYNC_LATE))) {
+        scheduleSync(d, name, VP_STARTED_FALLBACK_MS);
+        return;
+    }
+    vpDaemonUnlock(d);
+    virDomainPtr dom = virDomainLookupByName(conn, name);
+    vpDaemonLock(d);
+    if (!dom) {
+        virErrorPtr e = virGetLastError();
+        rec = vpManagerRecord(d->mgr, name);
+        if (e && e->code == VIR_ERR_NO_DOMAIN) {
+            if (rec && rec->state != VP_DOM_RESERVED)
+                release(d, name);
+        } else if (!vpVirConnCheck(d->vc)) {
+            vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: lookup failed: %s", name,
+                        e && e->message ? e->message : "unknown error");
+        }
+        return;
+    }
+    syncDomain(d, dom, why);
+    virDomainFree(dom);
+}
+
+static void
+fullSync(vpDaemon *d, virConnectPtr conn)
+{
+    virDomainPtr *doms = NULL;
+    vpDaemonUnlock(d);
+    int n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+    vpDaemonLock(d);
+    if (n < 0) {
+        if (!vpVirConnCheck(d->vc)) {
+            virErrorPtr e = virGetLastError();
+            vpDaemonLog(G_LOG_LEVEL_WARNING, "cannot list running domains: %s",
+                        e && e->message ? e->message : "unknown error");
+            d->full_sync = TRUE;
+        }
+        return;
+    }
+    /* Domains the configuration leaves out are not there, as far as vcpuplace goes. */
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (vpConfigManages(d->cfg, virDomainGetName(doms[i])))
+            doms[kept++] = doms[i];
+        else
+            virDomainFree(doms[i]);
+    }
+    n = kept;
+    g_autoptr(GHashTable) running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (int i = 0; i < n; i++)
+        g_hash_table_add(running, g_strdup(virDomainGetName(doms[i])));
+
+    /* Release first: what the gone held is free for the domains synced below, whose live
+     * pins may have moved onto it while vcpuplace was not looking. */
+    g_autoptr(GPtrArray) before = vpManagerNames(d->mgr);
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < before->len; i++)
+        g_ptr_array_add(names, g_strdup(before->pdata[i]));
+    guint released = vpManagerReleaseGone(d->mgr, running, VP_RESERVE_GRACE_US);
+    for (guint i = 0; i < names->len && released; i++) {
+        if (!vpManagerRecord(d->mgr, names->pdata[i]))
+            vpDaemonNotify(d, names->pdata[i], NULL, NULL);
+    }
+
+    /* Claims before newcomers: first what vcpuplace recorded, then domains whose live pins
+     * are all single CPUs (their own <cputune>, or placed before the ledger was lost),
+     * then those to be placed now, so that no newcomer takes a CPU someone runs on. */
+    g_autofree int *pass = g_new0(int, MAX(n, 1));
+    for (int i = 0; i < n; i++) {
+        if (vpManagerRecord(d->mgr, virDomainGetName(doms[i])))
+            continue;
+        unsigned flags = vpVirConnLiveFlags(d->vc);
+        vpDaemonUnlock(d);
+        g_autoptr(vpLivePins) live = vpVirPinsRead(doms[i], flags, NULL);
+        vpDaemonLock(d);
+        pass[i] = live && vpLivePinsAllSingle(live) ? 1 : 2;
+    }
+    for (int p = 0; p < 3; p++) {
+        for (int i = 0; i < n; i++) {
+            if (pass[i] != p)
+                continue;
+            g_hash_table_remove(d->pending, virDomainGetName(doms[i]));
+            syncDomain(d, doms[i], 0);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        virDomainFree(doms[i]);
+    g_free(doms);
+    vpDaemonLog(G_LOG_LEVEL_INFO, "synchronised with libvirt: %d running, %u released, %u recorded",
+                n, released, vpLedgerNDomains(vpManagerLedger(d->mgr)));
+}
+
+static gboolean
+workIdle(gpointer data)
+{
+    vpDaemon *d = data;
+    virConnectPtr conn = vpVirConnGet(d->vc);
+    if (!conn) {
+        /* Everything is re-read on reconnect. */
+        d->work_id = 0;
+        return G_SOURCE_REMOVE;
+    }
+    if (d->full_sync) {
+        d->full_sync = FALSE;
+        fullSync(d, conn);
+    } else {
+        GHashTableIter it;
+        gpointer key, why;
+        g_hash_table_iter_init(&it, d->pending);
+        if (g_hash_table_iter_next(&it, &key, &why)) {
+            g_autofree char *name = g_strdup(key);
+            guint flags = GPOINTER_TO_UINT(why);
+            g_hash_table_iter_remove(&it);
+            syncName(d, conn, name, flags);
+        }
+    }
+    vpDaemonScheduleSave(d);
+    if (d->full_sync || g_hash_table_size(d->pending))
+        return G_SOURCE_CONTINUE;
+    d->work_id = 0;
+    return G_SOURCE_REMOVE;
+}
+
+void
+vpSyncKick(vpDaemon *d)
+{
+    if (!d->work_id && vpVirConnGet(d->vc) && (d->full_sync || g_hash_table_size(d->pending)))
+        d->work_id = g_idle_add(workIdle, d);
+}
+
+static void
+onConnected(vpVirConn *vc, gpointer data)
+{
+    vpDaemon *d = data;
+    d->full_sync = TRUE;
+    vpSyncKick(d);
+    vpHotplugConnected(d->hotplug, vpVirConnGet(vc));
+}
+
+static void
+onDisconnected(vpVirConn *vc, const char *reason, gpointer data)
+{
+    vpDaemon *d = data;
+    if (d->work_id) {
+        g_source_remove(d->work_id);
+        d->work_id = 0;
+    }
+    vpHotplugConnected(d->hotplug, NULL);
+}
+
+static void
+onLifecycle(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer data)
+{
+    vpDaemon *d = data;
+    switch (event) {
+    case VIR_DOMAIN_EVENT_STARTED:
+    case VIR_DOMAIN_EVENT_STOPPED:
+        if (vpConfigManages(d->cfg, virDomainGetName(dom)))
+            vpSyncQueue(d, virDomainGetName(dom), 0);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Whether every pin the tunable event names is the plan's: vcpuplace's own pinning comes
+ * back as this event too, and needs no sync. */
+static gboolean
+pinsPlanned(const vpPlan *plan, virTypedParameterPtr params, int nparams)
+{
+    /* VIR_DOMAIN_TUNABLE_CPU_VCPUPIN without its %u */
+    static const char vcpupin[] = "cputune.vcpupin";
+    for (int i = 0; i < nparams; i++) {
+        const char *field = params[i].field;
+        gboolean vcpu = g_str_has_prefix(field, vcpupin);
+        gboolean emulator = strcmp(field, VIR_DOMAIN_TUNABLE_CPU_EMULATORPIN) == 0;
+        if (!vcpu && !emulator)
+            continue;
+        if (params[i].type != VIR_TYPED_PARAM_STRING)
+            return FALSE;
+        g_autoptr(vpBitmap) set = vpCpuListParse(field, params[i].value.s, NULL);
+        if (!set)
+            return FALSE;
+        if (emulator) {
+            if (!plan->emulator || !hwloc_bitmap_isequal(set, plan->emulator))
+                return FALSE;
+            continue;
+        }
+        guint64 v;
+        if (!g_ascii_string_to_unsigned(field + strlen(vcpupin), 10, 0, plan->nvcpus - 1, &v,
+                                        NULL) ||
+            plan->vcpu_pu[v] < 0 || hwloc_bitmap_weight(set) != 1 ||
+            !hwloc_bitmap_isset(set, plan->vcpu_pu[v]))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* virsh vcpupin and friends: a sync reads the live pins and adopts an operator's move onto
+ * free CPUs, or puts back one onto a CPU another holds. A start under way is left to its
+ * hook. */
+static void
+onPinsChanged(vpVirConn *vc, virDomainPtr dom, virTypedParameterPtr params, int nparams,
+              gpointer data)
+{
+    vpDaemon *d = data;
+    const char *name = virDomainGetName(dom);
+    const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+    const vpPlan *plan = vpManagerPlan(d->mgr, name);
+    if (rec && rec->state != VP_DOM_RESERVED && rec->state != VP_DOM_PINNED &&
+        !(plan && pinsPlanned(plan, params, nparams)))
+        vpSyncQueue(d, name, VP_SYNC_LATE);
+}
+
+const vpVirConnCallbacks vpSyncCallbacks = {
+    .connected = onConnected,
+    .disconnected = onDisconnected,
+    .lifecycle = onLifecycle,
+    .pins_changed = onPinsChanged,
+};
+
+void
+vpSyncStop(vpDaemon *d)
+{
+    if (d->work_id)
+        g_source_remove(d->work_id);
+    d->work_id = 0;
+    GHashTableIter it;
+    gpointer id;
+    g_hash_table_iter_init(&it, d->timers);
+    while (g_hash_table_iter_next(&it, NULL, &id))
+        g_source_remove(GPOINTER_TO_UINT(id));
+    g_hash_table_remove_all(d->timers);
+}
+
+void
+vpDaemonResync(vpDaemon *d, const char *name)
+{
+    vpSyncQueue(d, name, VP_SYNC_LATE);
+}
