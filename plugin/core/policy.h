@@ -14,7 +14,12 @@
 #define VP_XML_ELEMENT "policy"
 
 typedef enum { VP_SMT_SPREAD = 0, VP_SMT_ISOLATE, VP_SMT_PACK, VP_SMT_SHARE, VP_SMT_LAST } vpSmt;
-typedef enum { VP_CORESCHED_VM = 0, VP_CORESCHED_GROUP, VP_CORESCHED_OFF, VP_CORESCHED_LAST } vpCoresched;
+typedef enum {
+    VP_CORESCHED_VM = 0,
+    VP_CORESCHED_GROUP,
+    VP_CORESCHED_OFF,
+    VP_CORESCHED_LAST
+} vpCoresched;
 /* auto picks the smallest level that fits; the others force that level. */
 typedef enum {
     VP_LOCALITY_AUTO = 0,
@@ -26,14 +31,19 @@ typedef enum {
 } vpLocality;
 /* housekeeping: emulator threads on the housekeeping CPUs (libvirt's usual emulatorpin);
  * vcpus: float over the domain's own vCPU PUs; dedicated: one PU of its own. */
-typedef enum { VP_EMULATOR_HOUSEKEEPING = 0, VP_EMULATOR_VCPUS, VP_EMULATOR_DEDICATED, VP_EMULATOR_LAST } vpEmulator;
+typedef enum {
+    VP_EMULATOR_HOUSEKEEPING = 0,
+    VP_EMULATOR_VCPUS,
+    VP_EMULATOR_DEDICATED,
+    VP_EMULATOR_LAST
+} vpEmulator;
 typedef enum { VP_REBALANCE_AUTO = 0, VP_REBALANCE_OFF, VP_REBALANCE_LAST } vpRebalance;
 /* What happens when the policy cannot be met: refuse the start, or relax and say so. */
 typedef enum { VP_UNMET_REFUSE = 0, VP_UNMET_DEGRADE, VP_UNMET_LAST } vpUnmet;
 
 typedef struct {
     vpSmt smt;
-    char *group;          /* trust group, NULL = the domain alone */
+    char *group; /* trust group, NULL = the domain alone */
     vpCoresched coresched;
     vpLocality locality;
     vpEmulator emulator;
@@ -57,6 +67,3 @@ const char *vpUnmetName(vpUnmet v);
 gboolean vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError **error);
 /* A trust group name: 1..64 of [A-Za-z0-9._-]. */
 gboolean vpPolicyValidGroup(const char *group);
-
-/* Daemon defaults from a GKeyFile group "policy" (keys as the XML attributes). */
-gboolean vpPolicyLoadKeyFile(vpPolicy *policy, GKeyFile *kf, const char *group, GError **error);
