@@ -14,7 +14,8 @@
  *   plan      {xml}         -> {plan}: where the domain would go now, nothing recorded
  *   topology  {}            -> {source, host_cpus, housekeeping_cpus, ledger, owners}
  *
- * This library is GIO and json-glib only: the hook links it and must start fast.
+ * This library (GIO and json-glib) serves the daemon and the CLI; the hook has its own
+ * client without GLib, hookclient.h.
  */
 #pragma once
 
