@@ -501,6 +501,12 @@ checkOrders(Parser *p)
 static size_t
 utf8Prefix(const char *text, size_t len)
 {
+    size_t ascii = 0;
+    while (ascii < len && !(text[ascii] & 0x80))
+        ascii++;
+    /* Loading the UTF-8 locale costs the hook a dozen system calls: only for what needs it. */
+    if (ascii == len)
+        return len;
     static locale_t utf8;
     if (!utf8)
         utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
@@ -508,7 +514,7 @@ utf8Prefix(const char *text, size_t len)
         return len;
     locale_t old = uselocale(utf8);
     mbstate_t st = {0};
-    size_t i = 0;
+    size_t i = ascii;
     while (i < len) {
         size_t n = mbrtowc(NULL, text + i, len - i, &st);
         if (n == (size_t)-1 || n == (size_t)-2)
