@@ -5,10 +5,8 @@
  */
 #include "daemon/config.h"
 #include "conf/conf.h"
-#include "proto/proto.h"
 #include "libvirt/threads.h"
 
-#include <errno.h>
 #include <string.h>
 
 #define NS 1000000000LL
