@@ -7,27 +7,12 @@
 # Usage: layers.sh SRCDIR CLI-BINARY HOOK-BINARY LIBVPCORE.a
 set -u
 
-# Pending rules, each with the change that lets the lead flip it:
-# - the hook loads GLib until the hook rewrite (issue 13, libc and jansson only) lands;
-#   set to 1 then, and the hook's include and g_* symbol rules fail instead of warning.
-VP_LAYERS_HOOK_NO_GLIB=${VP_LAYERS_HOOK_NO_GLIB:-0}
-# - cli/live.c reads vcpuplaced.conf with the daemon's vpConfigLoad (daemon/config.h, so the
-#   CLI links vpdaemon and carries config.c's symbols) until the configuration has a library
-#   outside plugin/daemon; set to 0 then.
-VP_LAYERS_CLI_DAEMON_CONFIG=${VP_LAYERS_CLI_DAEMON_CONFIG:-1}
-
 src=$1 cli=$2 hook=$3 core=$4
-failed=0 pending=0
+failed=0
 
 fail() {
     echo "FAIL: $*"
     failed=1
-}
-
-# A rule that is not enforced yet: reported, never failing.
-pend() {
-    echo "PENDING: $*"
-    pending=1
 }
 
 # includes DIR: "file:line:header" for every #include in plugin/DIR, quoted headers as
@@ -48,9 +33,9 @@ forbid() {
 
 # only DIR WHY ERE: fails for each include of DIR whose header does not match ERE.
 only() {
-    local dir=$1 why=$2 ere=$3 report=${4:-fail} hits
+    local dir=$1 why=$2 ere=$3 hits
     hits=$(includes "$dir" | grep -vE ":[0-9]+:($ere)$" || true)
-    [ -z "$hits" ] || while IFS= read -r h; do $report "$h: $why"; done <<<"$hits"
+    [ -z "$hits" ] || while IFS= read -r h; do fail "$h: $why"; done <<<"$hits"
 }
 
 # Headers of system calls and file I/O: a core that includes none makes none.
@@ -67,47 +52,26 @@ forbid daemon "the daemon never includes cli or hook" '"(cli|hook)/'
 # The CLI may use the libvirt and host adapters, like virsh; never the daemon's code.
 hits=$(includes cli | grep -E ':[0-9]+:"daemon/' || true)
 links=$(grep -nwE 'vpdaemon' "$src/plugin/cli/CMakeLists.txt" | sed 's|^|plugin/cli/CMakeLists.txt:|' || true)
-if [ "$VP_LAYERS_CLI_DAEMON_CONFIG" = 1 ]; then
-    hits=$(grep -vE '^plugin/cli/live\.c:[0-9]+:"daemon/config\.h"$' <<<"$hits" || true)
-    [ -z "$links" ] || pend "the CLI links vpdaemon for vpConfigLoad (VP_LAYERS_CLI_DAEMON_CONFIG=1)"
-    links=
-fi
 [ -z "$hits" ] || while IFS= read -r h; do fail "$h: the CLI never includes daemon code"; done <<<"$hits"
 [ -z "$links" ] || while IFS= read -r h; do fail "$h: the CLI never links vpdaemon"; done <<<"$links"
 
 # libc (C and POSIX headers) and jansson; the hook's own, the protocol and the configuration.
 hook_ok='"(hook|proto|conf)/[^"]*"|<(sys|arpa|netinet|net|bits)/[a-z0-9_/]*\.h>|<(assert|ctype|errno|fcntl|getopt|inttypes|limits|locale|poll|pwd|signal|stdarg|stdbool|stddef|stdint|stdio|stdlib|string|strings|syslog|time|unistd|jansson)\.h>'
-if [ "$VP_LAYERS_HOOK_NO_GLIB" = 1 ]; then
-    only hook "the hook includes only hook, proto, conf, libc and jansson" "$hook_ok"
-else
-    only hook "the hook includes only hook, proto, conf, libc and jansson" "$hook_ok" pend
-fi
+only hook "the hook includes only hook, proto, conf, libc and jansson" "$hook_ok"
 
 # Binaries. core's archive: no I/O or process calls referenced (GLib's and libc's).
 io_sym='g_file_[a-z_]*|g_(l?stat|open|fopen|freopen|creat|rename|unlink|remove|rmdir|mkdir[a-z_]*|chdir|access)|g_dir_[a-z_]*|g_mapped_file_[a-z_]*|g_spawn_[a-z_]*|g_subprocess_[a-z_]*|g_socket_[a-z_]*|(open|open64|openat|read|write|pread|pwrite|close|stat|stat64|fstat|lstat|fopen|fopen64|opendir|readdir|readdir64|mkdir|rename|unlink|syscall|prctl|ioctl|fork|execve?|getpid)'
 hits=$(nm -u "$core" 2>/dev/null | awk '{print $NF}' | sed 's/@.*//' | grep -xE "$io_sym" | sort -u)
 [ -z "$hits" ] || fail "libvpcore.a calls $(echo $hits): core makes no system calls"
 
-# The CLI: no daemon symbols (config.c's while the pending rule above stands).
+# The CLI: no daemon symbols.
 daemon_sym='vp(Daemon|Manager|Server|Balance|Cookies|Hotplug|Metrics|Log)[A-Za-z0-9_]*'
 hits=$(nm "$cli" | awk '{print $NF}' | grep -xE "$daemon_sym" | sort -u)
-[ "$VP_LAYERS_CLI_DAEMON_CONFIG" = 1 ] && hits=$(grep -vxE 'vpBalanceMode(Name|FromName)' <<<"$hits")
 [ -z "$hits" ] || fail "vcpuplace carries daemon code: $(echo $hits)"
 
 # The hook: no GLib at all (it runs three times per domain start).
 hits=$(nm "$hook" | awk '{print $NF}' | sed 's/@.*//' | grep -E '^g_' | sort -u | wc -l)
-if [ "$hits" -gt 0 ]; then
-    if [ "$VP_LAYERS_HOOK_NO_GLIB" = 1 ]; then
-        fail "vcpuplace-hook references $hits g_* symbols: the hook must not load GLib"
-    else
-        pend "vcpuplace-hook references $hits g_* symbols (VP_LAYERS_HOOK_NO_GLIB=0)"
-    fi
-elif [ "$VP_LAYERS_HOOK_NO_GLIB" != 1 ]; then
-    echo "NOTE: vcpuplace-hook has no GLib: set VP_LAYERS_HOOK_NO_GLIB=1 in tests/layers.sh"
-fi
+[ "$hits" -eq 0 ] || fail "vcpuplace-hook references $hits g_* symbols: the hook must not load GLib"
 
-if [ "$failed" = 0 ]; then
-    [ "$pending" = 1 ] && echo "layers hold (rules marked PENDING are not enforced yet)" ||
-        echo "layers hold"
-fi
+[ "$failed" = 0 ] && echo "layers hold"
 exit "$failed"

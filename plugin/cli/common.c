@@ -4,9 +4,11 @@
  */
 #include "cli/common.h"
 
+#include "conf/conf.h"
 #include "host/hwtopo.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 GOptionGroup *
 vpCliOptionGroup(vpCliOptions *opts)
@@ -52,23 +54,26 @@ out:
 gboolean
 vpCliLoadDefaults(const vpCliOptions *opts, vpPolicy *defaults, GError **error)
 {
-    g_autoptr(GKeyFile) kf = NULL;
-
     vpPolicyInitDefaults(defaults);
     if (!opts->config)
         return TRUE;
-    kf = g_key_file_new();
-    if (!g_key_file_load_from_file(kf, opts->config, G_KEY_FILE_NONE, error)) {
-        g_prefix_error(error, "%s: ", opts->config);
+    char *why = NULL;
+    vpConf *conf = vpConfLoad(opts->config, false, &why);
+    if (!conf) {
+        g_set_error_literal(error, VP_ERROR, VP_ERROR_INVALID, why ? why : "out of memory");
+        free(why);
         return FALSE;
     }
-    if (!g_key_file_has_group(kf, "policy"))
-        return TRUE;
-    if (!vpPolicyLoadKeyFile(defaults, kf, "policy", error)) {
-        g_prefix_error(error, "%s: ", opts->config);
-        return FALSE;
+    gboolean ok = TRUE;
+    for (size_t i = 0; ok && i < vpConfCount(conf, "policy"); i++) {
+        const char *key, *value;
+        vpConfAt(conf, "policy", i, &key, &value);
+        ok = vpPolicySetAttr(defaults, key, value, error);
     }
-    return TRUE;
+    if (!ok)
+        g_prefix_error(error, "%s: ", opts->config);
+    vpConfFree(conf);
+    return ok;
 }
 
 void

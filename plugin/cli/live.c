@@ -3,12 +3,14 @@
  */
 #include "cli/live.h"
 #include "cli/commands.h"
-#include "daemon/config.h"
+#include "conf/conf.h"
+#include "core/error.h"
 #include "proto/proto.h"
 #include "libvirt/connection.h"
 
 #include <libvirt/virterror.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 void
 vpLiveAddOptions(GOptionContext *ctx, vpLiveOptions *o)
@@ -32,13 +34,19 @@ vpLiveResolve(vpLiveOptions *o, GError **error)
 {
     if (o->socket && o->uri)
         return TRUE;
-    g_autoptr(vpConfig) cfg = vpConfigLoad(o->config, error);
-    if (!cfg)
+    /* The daemon's reader: the CLI refuses the files vcpuplaced refuses. */
+    char *why = NULL;
+    vpConf *conf = vpConfLoad(o->config ? o->config : VP_DEFAULT_CONFIG, o->config == NULL, &why);
+    if (!conf) {
+        g_set_error_literal(error, VP_ERROR, VP_ERROR_INVALID, why ? why : "out of memory");
+        free(why);
         return FALSE;
+    }
     if (!o->socket)
-        o->socket = g_strdup(cfg->socket);
+        o->socket = g_strdup(vpConfGet(conf, "daemon", "socket"));
     if (!o->uri)
-        o->uri = g_strdup(cfg->uri);
+        o->uri = g_strdup(vpConfGet(conf, "daemon", "uri"));
+    vpConfFree(conf);
     return TRUE;
 }
 

@@ -210,39 +210,3 @@ vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError *
     }
     return TRUE;
 }
-
-gboolean
-vpPolicyLoadKeyFile(vpPolicy *policy, GKeyFile *kf, const char *group, GError **error)
-{
-    g_auto(GStrv) keys = NULL;
-    g_autoptr(GError) local = NULL;
-    vpPolicy parsed = {0};
-    size_t i;
-
-    if (!g_key_file_has_group(kf, group))
-        return TRUE;
-    keys = g_key_file_get_keys(kf, group, NULL, error);
-    if (!keys)
-        return FALSE;
-
-    /* Parse into a copy so a bad key leaves the caller's policy as it was. */
-    vpPolicyCopy(&parsed, policy);
-    for (i = 0; keys[i]; i++) {
-        g_autofree char *value = g_key_file_get_string(kf, group, keys[i], &local);
-
-        if (!value) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] %s: %s", group, keys[i],
-                        local->message);
-            vpPolicyClear(&parsed);
-            return FALSE;
-        }
-        if (!vpPolicySetAttr(&parsed, keys[i], value, &local)) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] %s", group, local->message);
-            vpPolicyClear(&parsed);
-            return FALSE;
-        }
-    }
-    vpPolicyClear(policy);
-    *policy = parsed;
-    return TRUE;
-}

@@ -67,6 +67,3 @@ const char *vpUnmetName(vpUnmet v);
 gboolean vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError **error);
 /* A trust group name: 1..64 of [A-Za-z0-9._-]. */
 gboolean vpPolicyValidGroup(const char *group);
-
-/* Daemon defaults from a GKeyFile group "policy" (keys as the XML attributes). */
-gboolean vpPolicyLoadKeyFile(vpPolicy *policy, GKeyFile *kf, const char *group, GError **error);

@@ -99,56 +99,6 @@ vpPressureConfigValidate(const vpPressureConfig *cfg, GError **error)
     return TRUE;
 }
 
-gboolean
-vpPressureConfigLoadKeyFile(vpPressureConfig *cfg, GKeyFile *kf, const char *group, GError **error)
-{
-    vpPressureConfig c = *cfg;
-    struct {
-        const char *key;
-        double *dst;
-    } doubles[] = {
-        {"alpha", &c.alpha},         {"hot_wait", &c.hot_wait},   {"cool_wait", &c.cool_wait},
-        {"hot_corun", &c.hot_corun}, {"idle_busy", &c.idle_busy},
-    };
-
-    for (gsize i = 0; i < G_N_ELEMENTS(doubles); i++) {
-        g_autoptr(GError) err = NULL;
-        double v;
-
-        if (!g_key_file_has_key(kf, group, doubles[i].key, NULL))
-            continue;
-        v = g_key_file_get_double(kf, group, doubles[i].key, &err);
-        if (err) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] %s: %s", group, doubles[i].key,
-                        err->message);
-            return FALSE;
-        }
-        *doubles[i].dst = v;
-    }
-    if (g_key_file_has_key(kf, group, "persistence", NULL)) {
-        g_autoptr(GError) err = NULL;
-        gint64 v = g_key_file_get_int64(kf, group, "persistence", &err);
-
-        if (err) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] persistence: %s", group,
-                        err->message);
-            return FALSE;
-        }
-        if (v < 1 || v > 3600) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                        "[%s] persistence=%" G_GINT64_FORMAT " is outside [1, 3600]", group, v);
-            return FALSE;
-        }
-        c.persistence = v;
-    }
-    if (!vpPressureConfigValidate(&c, error)) {
-        g_prefix_error(error, "[%s] ", group);
-        return FALSE;
-    }
-    *cfg = c;
-    return TRUE;
-}
-
 /* --- input --- */
 
 static void

@@ -78,9 +78,6 @@ typedef struct {
 /* alpha 0.3, hot_wait 0.10, cool_wait 0.05, hot_corun 0.20, idle_busy 0.10,
  * persistence 5. */
 void vpPressureConfigInit(vpPressureConfig *cfg);
-/* Reads keys named as the fields from group of kf, keeping cfg's values for absent keys. */
-gboolean vpPressureConfigLoadKeyFile(vpPressureConfig *cfg, GKeyFile *kf, const char *group,
-                                     GError **error);
 gboolean vpPressureConfigValidate(const vpPressureConfig *cfg, GError **error);
 
 /* Smoothed figures are fractions of wall time, wakeups per second. */

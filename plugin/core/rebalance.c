@@ -104,64 +104,6 @@ vpRebalanceConfigValidate(const vpRebalanceConfig *cfg, GError **error)
     return TRUE;
 }
 
-static gboolean
-keyDouble(GKeyFile *kf, const char *group, const char *key, double *out, GError **error)
-{
-    g_autoptr(GError) err = NULL;
-    double v;
-
-    if (!g_key_file_has_key(kf, group, key, NULL))
-        return TRUE;
-    v = g_key_file_get_double(kf, group, key, &err);
-    if (err) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] %s: %s", group, key, err->message);
-        return FALSE;
-    }
-    *out = v;
-    return TRUE;
-}
-
-/* A whole number in [0, max] from a double key. */
-static gboolean
-wholeIn(const char *group, const char *key, double v, double max, GError **error)
-{
-    if (v >= 0 && v <= max && v == (guint64)v)
-        return TRUE;
-    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] %s=%g is not a whole number in [0, %g]",
-                group, key, v, max);
-    return FALSE;
-}
-
-gboolean
-vpRebalanceConfigLoadKeyFile(vpRebalanceConfig *cfg, GKeyFile *kf, const char *group,
-                             GError **error)
-{
-    vpRebalanceConfig c = *cfg;
-    double max_moves = c.max_moves, residency = c.min_residency_ns / NS;
-    double memory = c.memory_ns / NS, quiet = c.return_quiet;
-
-    if (!keyDouble(kf, group, "max_moves", &max_moves, error) ||
-        !keyDouble(kf, group, "min_residency", &residency, error) ||
-        !keyDouble(kf, group, "memory", &memory, error) ||
-        !keyDouble(kf, group, "return_quiet", &quiet, error) ||
-        !keyDouble(kf, group, "coupled_wakeups", &c.coupled_wakeups, error) ||
-        !wholeIn(group, "max_moves", max_moves, 1000, error) ||
-        !wholeIn(group, "return_quiet", quiet, 86400, error) ||
-        !wholeIn(group, "min_residency", residency, 86400, error) ||
-        !wholeIn(group, "memory", memory, 7 * 86400, error))
-        return FALSE;
-    c.max_moves = max_moves;
-    c.return_quiet = quiet;
-    c.min_residency_ns = residency * NS;
-    c.memory_ns = memory * NS;
-    if (!vpRebalanceConfigValidate(&c, error)) {
-        g_prefix_error(error, "[%s] ", group);
-        return FALSE;
-    }
-    *cfg = c;
-    return TRUE;
-}
-
 void
 vpMoveFree(vpMove *move)
 {

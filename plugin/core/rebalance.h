@@ -41,9 +41,6 @@ typedef struct {
 
 /* max_moves 2, min_residency 60 s, memory 600 s, return_quiet 30, coupled_wakeups 1000. */
 void vpRebalanceConfigInit(vpRebalanceConfig *cfg);
-/* Keys named as the fields, times in seconds (min_residency, memory). */
-gboolean vpRebalanceConfigLoadKeyFile(vpRebalanceConfig *cfg, GKeyFile *kf, const char *group,
-                                      GError **error);
 gboolean vpRebalanceConfigValidate(const vpRebalanceConfig *cfg, GError **error);
 
 /* vpMove is plan.h's: rebalance and admission moves go through one actuator. */

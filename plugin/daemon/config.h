@@ -1,5 +1,6 @@
 /*
- * vcpuplaced.conf: a GKeyFile with two groups.
+ * vcpuplaced.conf as the daemon uses it; plugin/conf reads and checks the file (its syntax
+ * and the table of keys are in conf/conf.h and conf/conf.c). Three groups:
  *
  *   [daemon]
  *   uri=qemu:///system            libvirt connection
@@ -32,9 +33,11 @@
  *   max_moves=2 min_residency=60 ...  the rebalancer's keys (core/rebalance.h)
  *
  * Unknown groups and keys are errors naming them: a typo must not silently change policy.
+ * Built-in defaults are the table's.
  */
 #pragma once
 
+#include "conf/conf.h"
 #include "core/policy.h"
 #include "core/pressure.h"
 #include "core/rebalance.h"
@@ -65,13 +68,6 @@ typedef struct {
     vpPressureConfig pressure;
     vpRebalanceConfig rebalance;
 } vpConfig;
-
-#define VP_DEFAULT_URI "qemu:///system"
-#define VP_DEFAULT_STATE VP_LOCALSTATEDIR "/lib/vcpuplace/ledger.json"
-#define VP_DEFAULT_HOOK_TIMEOUT_MS 500
-#define VP_DEFAULT_QEMU_CONF "/etc/libvirt/qemu.conf"
-#define VP_DEFAULT_VCPU_POLL_MS 2000
-#define VP_DEFAULT_INTERVAL_MS 1000
 
 /* Built-in defaults only. */
 vpConfig *vpConfigNew(void);

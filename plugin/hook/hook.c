@@ -10,50 +10,59 @@
  * Everything else, including arguments it does not understand, exits 0: a placement
  * helper must not break unrelated libvirt operations.
  *
- * Settings come from [daemon] in vcpuplaced.conf (socket, hook_failure, hook_timeout_ms);
+ * Settings come from [daemon] in vcpuplaced.conf (socket, hook_failure, hook_timeout_ms),
+ * read with the daemon's own reader: a file the daemon refuses makes the hook refuse
+ * starts, saying where and why, since placement would otherwise be off without a word.
  * libvirt clears the environment, so VCPUPLACE_CONFIG and VCPUPLACE_HOOK_FAILURE only
  * matter when the hook is run by hand. Its inputs are read in input.c.
+ *
+ * libc, jansson and plugin/conf only, and nothing read for operations it does not
+ * handle: libvirt runs it three times per start.
  */
-#include "proto/proto.h"
+#include "conf/conf.h"
 #include "hook/input.h"
+#include "proto/hookclient.h"
 
+#include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
+#include <stdlib.h>
+#include <syslog.h>
 #include <unistd.h>
 
+/* Half the message bound: JSON escaping may grow the text. */
+#define XML_LIMIT (VP_HOOK_MAX_REPLY / 2)
+
 /* stderr reaches libvirt: in the error of a refused start, and in libvirtd's debug log
- * otherwise, which few hosts keep. A start that goes on unplaced also goes to the journal
- * where there is one, so that an operator can find out why. */
-static void
-report(const char *msg)
+ * otherwise, which few hosts keep. A start that goes on unplaced also goes to syslog (the
+ * journal, where there is one), so that an operator can find out why. */
+static void __attribute__((format(printf, 2, 3))) report(bool log, const char *fmt, ...)
 {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
     fprintf(stderr, "%s\n", msg);
-    if (!g_file_test("/run/systemd/journal/socket", G_FILE_TEST_EXISTS))
-        return;
-    const GLogField fields[] = {
-        {"MESSAGE", msg, -1},
-        {"PRIORITY", "4", -1},
-        {"SYSLOG_IDENTIFIER", "vcpuplace-hook", -1},
-    };
-    g_log_writer_journald(G_LOG_LEVEL_WARNING, fields, G_N_ELEMENTS(fields), NULL);
+    if (log) {
+        openlog("vcpuplace-hook", LOG_PID, LOG_DAEMON);
+        syslog(LOG_WARNING, "%s", msg);
+        closelog();
+    }
 }
 
 /* The daemon could not decide: the configured failure mode does. */
 static int
-failure(const vpHookConfig *cfg, const char *domain, gboolean is_start, const char *why)
+failure(const vpHookConfig *cfg, const char *domain, bool is_start, const char *why)
 {
-    g_autofree char *msg = NULL;
     if (is_start && cfg->fail_closed) {
-        msg = g_strdup_printf("vcpuplace: refusing to start %s: %s (hook_failure=closed: no "
-                              "start without vcpuplaced)",
-                              domain, why);
-        report(msg);
+        report(true,
+               "vcpuplace: refusing to start %s: %s (hook_failure=closed: no start without "
+               "vcpuplaced)",
+               domain, why);
         return 1;
     }
-    msg =
-        g_strdup_printf("vcpuplace: %s: %s; %s (hook_failure=open)", domain, why,
-                        is_start ? "starting it without vcpuplace placement" : "notification lost");
-    report(msg);
+    report(true, "vcpuplace: %s: %s; %s (hook_failure=open)", domain, why,
+           is_start ? "starting it without vcpuplace placement" : "notification lost");
     return 0;
 }
 
@@ -62,38 +71,54 @@ failure(const vpHookConfig *cfg, const char *domain, gboolean is_start, const ch
 static int
 keepXML(const char *domain, const char *why)
 {
-    g_autofree char *msg =
-        g_strdup_printf("vcpuplace: %s: %s; its XML goes on unchanged", domain, why);
-    report(msg);
+    report(true, "vcpuplace: %s: %s; its XML goes on unchanged", domain, why);
     return 0;
 }
 
+/* A configuration the daemon refuses: vcpuplaced is not running with it, so no start may
+ * go on as if it were placed. */
 static int
-rewrite(const vpHookCall *hc, JsonNode *reply, const GError *err)
+badConfig(const vpHookCall *hc, const char *why)
 {
-    if (!reply)
-        return keepXML(hc->domain, err->message);
-    JsonNode *xml = json_object_get_member(json_node_get_object(reply), "xml");
-    if (xml && JSON_NODE_HOLDS_VALUE(xml) && json_node_get_value_type(xml) == G_TYPE_STRING)
-        fputs(json_node_get_string(xml), stdout);
+    if (hc->rewrites)
+        return keepXML(hc->domain, why);
+    if (hc->is_start) {
+        report(true,
+               "vcpuplace: refusing to start %s: %s (vcpuplaced refuses this configuration "
+               "too: fix it first)",
+               hc->domain, why);
+        return 1;
+    }
+    report(true, "vcpuplace: %s: %s; notification lost", hc->domain, why);
     return 0;
 }
 
 static int
 call(const vpHookConfig *cfg, const vpHookCall *hc, const char *xml)
 {
-    g_autoptr(JsonObject) req = vpHookRequest(hc, xml);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(JsonNode) reply = vpClientCallTimeout(cfg->socket, req, cfg->timeout_ms, &err);
-    if (hc->rewrites)
-        return rewrite(hc, reply, err);
-    if (reply)
-        return 0;
-    if (g_error_matches(err, VP_CLIENT_ERROR, VP_CLIENT_ERROR_REFUSED)) {
-        fprintf(stderr, "vcpuplace: refusing to start %s: %s\n", hc->domain, err->message);
-        return 1;
+    char why[512];
+    size_t len = 0;
+    char *line = vpHookRequest(hc, xml, &len, why, sizeof(why));
+    if (!line)
+        return hc->rewrites ? keepXML(hc->domain, why)
+                            : failure(cfg, hc->domain, hc->is_start, why);
+    vpHookReply reply;
+    vpHookCallDaemon(cfg->socket, line, len, cfg->timeout_ms, &reply);
+    free(line);
+    int rc = 0;
+    if (hc->rewrites) {
+        if (reply.status != VP_HOOK_OK)
+            rc = keepXML(hc->domain, reply.what);
+        else if (reply.xml)
+            fputs(reply.xml, stdout);
+    } else if (reply.status == VP_HOOK_REFUSED) {
+        report(false, "vcpuplace: refusing to start %s: %s", hc->domain, reply.what);
+        rc = 1;
+    } else if (reply.status != VP_HOOK_OK) {
+        rc = failure(cfg, hc->domain, hc->is_start, reply.what);
     }
-    return failure(cfg, hc->domain, hc->is_start, err->message);
+    vpHookReplyClear(&reply);
+    return rc;
 }
 
 /* No setlocale(): messages are not translated, and loading locale files costs a start. */
@@ -101,29 +126,36 @@ int
 main(int argc, char **argv)
 {
     vpHookCall hc;
-    g_autofree char *why = NULL;
-    if (!vpHookParseArgs(argc, argv, &hc, &why)) {
-        if (why)
+    char why[512];
+    if (!vpHookParseArgs(argc, argv, &hc, why, sizeof(why))) {
+        if (*why)
             fprintf(stderr, "%s\n", why);
         return 0;
     }
 
-    const char *path = g_getenv("VCPUPLACE_CONFIG");
-    g_auto(vpHookConfig) cfg = {0};
-    g_autofree char *warning = NULL;
-    vpHookConfigLoad(&cfg, path ? path : VP_DEFAULT_CONFIG, &warning);
-    if (warning)
-        fprintf(stderr, "%s\n", warning);
-
-    g_autofree char *xml = NULL;
-    if (hc.wants_xml) {
-        gsize len = 0;
-        /* Half the message bound: JSON escaping may grow the text. */
-        xml = vpHookReadXML(STDIN_FILENO, VP_PROTO_MAX_MESSAGE / 2, &len, &why);
-        if (!xml && hc.rewrites)
-            return keepXML(hc.domain, why);
-        if (!xml)
-            return failure(&cfg, hc.domain, TRUE, why);
+    const char *path = getenv("VCPUPLACE_CONFIG");
+    vpHookConfig cfg;
+    char *error = NULL;
+    if (!vpHookConfigLoad(&cfg, path ? path : VP_DEFAULT_CONFIG, path == NULL, &error)) {
+        int rc = badConfig(&hc, error ? error : "out of memory");
+        free(error);
+        vpHookConfigClear(&cfg);
+        return rc;
     }
-    return call(&cfg, &hc, xml);
+
+    char *xml = NULL;
+    int rc;
+    if (hc.wants_xml) {
+        size_t len = 0;
+        xml = vpHookReadXML(STDIN_FILENO, XML_LIMIT, &len, why, sizeof(why));
+        if (!xml) {
+            rc = hc.rewrites ? keepXML(hc.domain, why) : failure(&cfg, hc.domain, true, why);
+            vpHookConfigClear(&cfg);
+            return rc;
+        }
+    }
+    rc = call(&cfg, &hc, xml);
+    free(xml);
+    vpHookConfigClear(&cfg);
+    return rc;
 }

@@ -2,129 +2,157 @@
  * The hook's inputs. See input.h.
  */
 #include "hook/input.h"
-#include "proto/proto.h"
+#include "conf/conf.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-gboolean
-vpHookParseArgs(int argc, char **argv, vpHookCall *call, char **why)
+static bool
+is(const char *a, const char *b)
 {
-    *why = NULL;
+    return strcmp(a, b) == 0;
+}
+
+bool
+vpHookParseArgs(int argc, char **argv, vpHookCall *call, char *why, size_t whylen)
+{
+    why[0] = '\0';
     if (argc != 5) {
-        *why = g_strdup_printf("vcpuplace: hook called with %d arguments, expected 4 (DOMAIN OP "
-                               "SUBOP EXTRA); ignored",
-                               argc - 1);
-        return FALSE;
+        snprintf(why, whylen,
+                 "vcpuplace: hook called with %d arguments, expected 4 (DOMAIN OP SUBOP "
+                 "EXTRA); ignored",
+                 argc - 1);
+        return false;
     }
     const char *op = argv[2], *subop = argv[3];
     memset(call, 0, sizeof(*call));
     call->domain = argv[1];
-    if (strcmp(op, "prepare") == 0 && strcmp(subop, "begin") == 0) {
+    if (is(op, "prepare") && is(subop, "begin")) {
         call->request = "reserve";
-        call->wants_xml = TRUE;
-        call->is_start = TRUE;
-    } else if ((strcmp(op, "restore") == 0 || strcmp(op, "migrate") == 0) &&
-               strcmp(subop, "begin") == 0) {
+        call->wants_xml = true;
+        call->is_start = true;
+    } else if ((is(op, "restore") || is(op, "migrate")) && is(subop, "begin")) {
         call->request = "rewrite";
-        call->wants_xml = TRUE;
-        call->rewrites = TRUE;
-    } else if (strcmp(op, "started") == 0 && strcmp(subop, "begin") == 0) {
+        call->wants_xml = true;
+        call->rewrites = true;
+    } else if (is(op, "started") && is(subop, "begin")) {
         call->request = "started";
-    } else if ((strcmp(op, "stopped") == 0 || strcmp(op, "release") == 0) &&
-               strcmp(subop, "end") == 0) {
+    } else if ((is(op, "stopped") || is(op, "release")) && is(subop, "end")) {
         call->request = "release";
-    } else if (strcmp(op, "reconnect") == 0 && strcmp(subop, "begin") == 0) {
+    } else if (is(op, "reconnect") && is(subop, "begin")) {
         call->request = "reconnect";
     } else {
-        return FALSE;
+        return false;
     }
-    /* The name goes into a JSON string: the daemon refuses what is not UTF-8 anyway. */
-    if (!*call->domain || !g_utf8_validate(call->domain, -1, NULL)) {
-        *why = g_strdup("vcpuplace: hook called with an empty or non-UTF-8 domain name; ignored");
-        return FALSE;
-    }
-    return TRUE;
+    /* The name goes into a JSON string: jansson takes UTF-8 only. */
+    json_t *name = json_string(call->domain);
+    bool ok = *call->domain && name;
+    json_decref(name);
+    if (!ok)
+        snprintf(why, whylen,
+                 "vcpuplace: hook called with an empty or non-UTF-8 domain name; "
+                 "ignored");
+    return ok;
 }
 
-void
-vpHookConfigLoad(vpHookConfig *cfg, const char *path, char **warning)
+bool
+vpHookConfigLoad(vpHookConfig *cfg, const char *path, bool missing_ok, char **error)
 {
-    *warning = NULL;
-    cfg->socket = g_strdup(VP_DEFAULT_SOCKET);
-    cfg->fail_closed = FALSE;
-    cfg->timeout_ms = VP_HOOK_TIMEOUT_DEFAULT_MS;
-
-    g_autoptr(GKeyFile) kf = g_key_file_new();
-    g_autoptr(GError) err = NULL;
-    if (g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &err)) {
-        g_autofree char *sock = g_key_file_get_string(kf, "daemon", "socket", NULL);
-        g_autofree char *mode = g_key_file_get_string(kf, "daemon", "hook_failure", NULL);
-        g_autofree char *timeout = g_key_file_get_string(kf, "daemon", "hook_timeout_ms", NULL);
-        if (sock && *sock) {
-            g_free(cfg->socket);
-            cfg->socket = g_steal_pointer(&sock);
-        }
-        if (mode)
-            cfg->fail_closed = strcmp(mode, "closed") == 0;
-        guint64 ms;
-        if (timeout && g_ascii_string_to_unsigned(timeout, 10, 1, 60000, &ms, NULL))
-            cfg->timeout_ms = (int)ms;
-    } else if (!g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
-        *warning =
-            g_strdup_printf("vcpuplace: cannot read %s (%s); using defaults", path, err->message);
+    memset(cfg, 0, sizeof(*cfg));
+    *error = NULL;
+    vpConf *conf = vpConfLoad(path, missing_ok, error);
+    if (!conf)
+        return false;
+    cfg->socket = strdup(vpConfGet(conf, "daemon", "socket"));
+    cfg->fail_closed = is(vpConfGet(conf, "daemon", "hook_failure"), "closed");
+    cfg->timeout_ms = (int)vpConfGetUint(conf, "daemon", "hook_timeout_ms");
+    vpConfFree(conf);
+    const char *env = getenv("VCPUPLACE_HOOK_FAILURE");
+    if (env && !is(env, "open") && !is(env, "closed")) {
+        if (asprintf(error, "VCPUPLACE_HOOK_FAILURE='%s' is not one of open, closed", env) < 0)
+            *error = NULL;
+        return false;
     }
-    const char *env = g_getenv("VCPUPLACE_HOOK_FAILURE");
     if (env)
-        cfg->fail_closed = strcmp(env, "closed") == 0;
+        cfg->fail_closed = is(env, "closed");
+    return cfg->socket != NULL;
 }
 
 void
 vpHookConfigClear(vpHookConfig *cfg)
 {
-    g_clear_pointer(&cfg->socket, g_free);
+    free(cfg->socket);
+    cfg->socket = NULL;
 }
 
 char *
-vpHookReadXML(int fd, gsize limit, gsize *len, char **why)
+vpHookReadXML(int fd, size_t limit, size_t *len, char *why, size_t whylen)
 {
-    g_autoptr(GByteArray) buf = g_byte_array_new();
-    guint8 chunk[65536];
-    *why = NULL;
-    for (;;) {
-        ssize_t n = read(fd, chunk, sizeof(chunk));
+    size_t cap = 65536, used = 0;
+    char *buf = malloc(cap + 1);
+    why[0] = '\0';
+    while (buf) {
+        if (used == cap) {
+            char *grown = realloc(buf, cap * 2 + 1);
+            if (!grown)
+                break;
+            buf = grown;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + used, cap - used);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            *why = g_strdup_printf("cannot read the domain XML on stdin: %s", g_strerror(errno));
+            snprintf(why, whylen, "cannot read the domain XML on stdin: %s", strerror(errno));
+            free(buf);
             return NULL;
         }
         if (n == 0)
             break;
-        if (buf->len + (gsize)n > limit) {
-            *why = g_strdup_printf("domain XML on stdin exceeds %" G_GSIZE_FORMAT " bytes", limit);
+        if (used + n > limit) {
+            snprintf(why, whylen, "domain XML on stdin exceeds %zu bytes", limit);
+            free(buf);
             return NULL;
         }
-        g_byte_array_append(buf, chunk, n);
+        used += n;
     }
-    if (buf->len == 0 || memchr(buf->data, '\0', buf->len) ||
-        !g_utf8_validate((const char *)buf->data, buf->len, NULL)) {
-        *why = g_strdup("no usable domain XML on stdin (empty, NUL bytes or not UTF-8)");
+    if (!buf) {
+        snprintf(why, whylen, "cannot read the domain XML on stdin: out of memory");
         return NULL;
     }
-    *len = buf->len;
-    g_byte_array_append(buf, (const guint8 *)"", 1);
-    return (char *)g_byte_array_free(g_steal_pointer(&buf), FALSE);
+    buf[used] = '\0';
+    json_t *utf8 = used ? json_stringn(buf, used) : NULL;
+    if (!utf8 || memchr(buf, '\0', used)) {
+        json_decref(utf8);
+        snprintf(why, whylen, "no usable domain XML on stdin (empty, NUL bytes or not UTF-8)");
+        free(buf);
+        return NULL;
+    }
+    json_decref(utf8);
+    *len = used;
+    return buf;
 }
 
-JsonObject *
-vpHookRequest(const vpHookCall *call, const char *xml)
+char *
+vpHookRequest(const vpHookCall *call, const char *xml, size_t *len, char *why, size_t whylen)
 {
-    JsonObject *req = json_object_new();
-    json_object_set_string_member(req, "op", call->request);
-    json_object_set_string_member(req, "name", call->domain);
-    if (xml)
-        json_object_set_string_member(req, "xml", xml);
-    return req;
+    json_t *req =
+        xml ? json_pack("{s:s, s:s, s:s}", "op", call->request, "name", call->domain, "xml", xml)
+            : json_pack("{s:s, s:s}", "op", call->request, "name", call->domain);
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    char *line = NULL;
+    if (body && asprintf(&line, "%s\n", body) < 0)
+        line = NULL;
+    free(body);
+    json_decref(req);
+    if (!line)
+        snprintf(why, whylen,
+                 "cannot build the request (domain name or XML not UTF-8, or out of memory)");
+    else
+        *len = strlen(line);
+    return line;
 }

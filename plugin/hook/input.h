@@ -1,46 +1,46 @@
 /*
- * vcpuplace-hook's inputs, each read and checked here: libvirt's arguments, the three
- * [daemon] keys of vcpuplaced.conf the hook uses, and the domain XML on stdin. No I/O
- * beyond reading them, so the fuzz tier drives the same code the hook runs.
+ * vcpuplace-hook's inputs, each read and checked here: libvirt's arguments, the [daemon]
+ * keys of vcpuplaced.conf the hook uses (the whole file checked by plugin/conf, as the
+ * daemon checks it), and the domain XML on stdin; and the request line made of them. No
+ * I/O beyond reading them, so the fuzz tier drives the same code the hook runs.
+ *
+ * libc, jansson and plugin/conf only: libvirt runs the hook three times per start.
  */
 #pragma once
 
-#include <glib.h>
-#include <json-glib/json-glib.h>
-
-#define VP_HOOK_TIMEOUT_DEFAULT_MS 500
+#include <stdbool.h>
+#include <stddef.h>
 
 /* What one run of the hook asks of the daemon. */
 typedef struct {
     const char *domain;  /* argv[1], borrowed */
     const char *request; /* protocol operation: reserve, started, release, reconnect, rewrite */
-    gboolean wants_xml;  /* the operation carries the domain XML from stdin */
-    gboolean is_start;   /* reserve: refused or, failing, decided by hook_failure */
-    gboolean rewrites;   /* restore, migrate begin: the reply may carry XML for stdout, which
+    bool wants_xml;      /* the operation carries the domain XML from stdin */
+    bool is_start;       /* reserve: refused or, failing, decided by hook_failure */
+    bool rewrites;       /* restore, migrate begin: the reply may carry XML for stdout, which
                           * libvirt then uses; never refuses, whatever fails */
 } vpHookCall;
 
-/* libvirt's `NAME OP SUBOP EXTRA` -> call. FALSE when vcpuplace has nothing to do with it
- * (the hook then exits 0); *why is set when that deserves a line on stderr. */
-gboolean vpHookParseArgs(int argc, char **argv, vpHookCall *call, char **why);
+/* libvirt's `NAME OP SUBOP EXTRA` -> call. false when vcpuplace has nothing to do with it
+ * (the hook then exits 0); why (size whylen) is then a line for stderr, or empty. */
+bool vpHookParseArgs(int argc, char **argv, vpHookCall *call, char *why, size_t whylen);
 
 typedef struct {
     char *socket;
-    gboolean fail_closed;
+    bool fail_closed;
     int timeout_ms;
 } vpHookConfig;
 
-/* Reads path (a missing file means defaults) and the VCPUPLACE_HOOK_FAILURE override.
- * Never fails: the hook reads only its own keys and tolerates the rest, since validating
- * the whole file is the daemon's job and a hook that failed on it would block every
- * start. *warning is set when the file exists but cannot be read. */
-void vpHookConfigLoad(vpHookConfig *cfg, const char *path, char **warning);
+/* Reads path with the daemon's reader (a missing file means defaults when missing_ok),
+ * then the VCPUPLACE_HOOK_FAILURE override. false with *error (free()) when the daemon
+ * would refuse the file too, or the override is neither open nor closed. */
+bool vpHookConfigLoad(vpHookConfig *cfg, const char *path, bool missing_ok, char **error);
 void vpHookConfigClear(vpHookConfig *cfg);
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpHookConfig, vpHookConfigClear)
 
-/* The domain XML from fd: at most limit bytes, no NUL, UTF-8, not empty. NULL with *why
- * otherwise. */
-char *vpHookReadXML(int fd, gsize limit, gsize *len, char **why);
+/* The domain XML from fd: at most limit bytes, no NUL, UTF-8, not empty. NULL with why
+ * otherwise; free() it. */
+char *vpHookReadXML(int fd, size_t limit, size_t *len, char *why, size_t whylen);
 
-/* The request sent to the daemon. */
-JsonObject *vpHookRequest(const vpHookCall *call, const char *xml);
+/* The request line sent to the daemon, newline included (free()); NULL with why when
+ * the domain name or XML is not UTF-8. */
+char *vpHookRequest(const vpHookCall *call, const char *xml, size_t *len, char *why, size_t whylen);

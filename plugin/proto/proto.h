@@ -30,9 +30,12 @@
  *   metrics    {}           Prometheus text exposition
  *              -> {text}
  *
- * This library is GIO and json-glib only: the hook links it and must start fast.
+ * This library (GIO and json-glib) serves the daemon and the CLI; the hook has its own
+ * client without GLib, hookclient.h.
  */
 #pragma once
+
+#include "conf/conf.h" /* VP_DEFAULT_SOCKET, VP_DEFAULT_CONFIG */
 
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
@@ -40,8 +43,6 @@
 /* Longest line either side accepts, newline included. */
 #define VP_PROTO_MAX_MESSAGE (1024 * 1024)
 
-#define VP_DEFAULT_SOCKET VP_RUNSTATEDIR "/vcpuplace/vcpuplaced.sock"
-#define VP_DEFAULT_CONFIG VP_SYSCONFDIR "/vcpuplace/vcpuplaced.conf"
 /* What the CLI waits for an answer; the hook uses its own, much shorter, bound. */
 #define VP_CLIENT_TIMEOUT_MS 10000
 

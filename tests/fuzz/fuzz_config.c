@@ -1,10 +1,15 @@
 /*
  * vcpuplaced.conf through the daemon's loader, read from a file as the daemon reads it
  * (/proc/self/fd of a memfd). Whatever it accepts must satisfy what the rest of the daemon
- * trusts vpConfig for.
+ * trusts vpConfig for; and the hook must accept and refuse exactly the same files, with the
+ * same message.
  */
 #include "daemon/config.h"
 #include "fuzz.h"
+#include "hook/input.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -18,11 +23,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_autofree char *path = g_strdup_printf("/proc/self/fd/%d", fd);
     g_autoptr(GError) err = NULL;
     g_autoptr(vpConfig) cfg = vpConfigLoad(path, &err);
+    vpHookConfig hcfg;
+    char *herr = NULL;
+    bool hook_ok = vpHookConfigLoad(&hcfg, path, false, &herr);
     close(fd);
+    g_assert(hook_ok == (cfg != NULL));
     if (!cfg) {
         g_assert(err && err->message && *err->message);
+        g_assert_cmpstr(herr, ==, err->message);
+        free(herr);
+        vpHookConfigClear(&hcfg);
         return 0;
     }
+    g_assert_cmpstr(hcfg.socket, ==, cfg->socket);
+    g_assert(hcfg.fail_closed == (cfg->hook_failure == VP_HOOK_FAIL_CLOSED));
+    g_assert_cmpint(hcfg.timeout_ms, ==, cfg->hook_timeout_ms);
+    vpHookConfigClear(&hcfg);
     g_assert_no_error(err);
     g_assert(cfg->uri && *cfg->uri);
     g_assert(g_path_is_absolute(cfg->socket) && g_path_is_absolute(cfg->state));

@@ -1,14 +1,16 @@
 /*
  * vcpuplace-hook's inputs as libvirt (or anyone who can run it) supplies them: the
- * arguments, vcpuplaced.conf and the domain XML on stdin, through the hook's own code.
- * What the hook would send must come out of the daemon's decoder as what went in.
+ * arguments, vcpuplaced.conf and the domain XML on stdin, and the reply that comes back,
+ * through the hook's own code. What the hook would send must come out of the daemon's
+ * decoder as what went in.
  *
- * Input: ARG\0ARG\0...\0\0CONFIG\0\0STDIN. Arguments beyond 8 are dropped; a missing
- * section is empty.
+ * Input: ARG\0ARG\0...\0\0CONFIG\0\0STDIN\0\0REPLY. Arguments beyond 8 are dropped; a
+ * missing section is empty.
  */
 #include "proto/proto.h"
 #include "fuzz.h"
 #include "hook/input.h"
+#include "proto/hookclient.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -46,10 +48,10 @@ memFile(GBytes *data)
 static void
 checkRoundTrip(const vpHookCall *call, const char *xml)
 {
-    g_autoptr(JsonObject) req = vpHookRequest(call, xml);
-    g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(), req);
-    gsize len = 0;
-    g_autofree char *line = vpProtoEncode(node, &len);
+    char why[512];
+    size_t len = 0;
+    g_autofree char *line = vpHookRequest(call, xml, &len, why, sizeof(why));
+    g_assert(line);
     g_assert(len > 0 && line[len - 1] == '\n');
     g_assert(memchr(line, '\n', len - 1) == NULL);
     g_autoptr(GError) err = NULL;
@@ -60,13 +62,28 @@ checkRoundTrip(const vpHookCall *call, const char *xml)
     g_assert_cmpstr(vpProtoGetString(back, "xml", FALSE, NULL), ==, xml);
 }
 
+static void
+checkReply(GBytes *bytes)
+{
+    gsize len;
+    const char *text = g_bytes_get_data(bytes, &len);
+    vpHookReply reply = {0};
+    vpHookReplyDecode(text ? text : "", len, &reply);
+    g_assert(reply.status <= VP_HOOK_PROTOCOL);
+    g_assert((reply.status == VP_HOOK_OK) == (reply.what[0] == '\0'));
+    g_assert(!reply.xml || reply.status == VP_HOOK_OK);
+    vpHookReplyClear(&reply);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *p = data, *end = data + size;
     g_autoptr(GBytes) args = section(&p, end);
     g_autoptr(GBytes) config = section(&p, end);
-    g_autoptr(GBytes) in = g_bytes_new(p, end - p);
+    g_autoptr(GBytes) in = section(&p, end);
+    g_autoptr(GBytes) reply = g_bytes_new(p, end - p);
+    checkReply(reply);
 
     /* argv[0] is the hook's path, as libvirt runs it. */
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
@@ -82,28 +99,34 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_ptr_array_add(argv, NULL);
 
     vpHookCall call;
-    g_autofree char *why = NULL;
-    if (!vpHookParseArgs((int)argv->len - 1, (char **)argv->pdata, &call, &why))
+    char why[512];
+    if (!vpHookParseArgs((int)argv->len - 1, (char **)argv->pdata, &call, why, sizeof(why)))
         return 0;
 
     int cfd = memFile(config);
     g_autofree char *cpath = g_strdup_printf("/proc/self/fd/%d", cfd);
-    g_auto(vpHookConfig) cfg = {0};
-    g_autofree char *warning = NULL;
-    vpHookConfigLoad(&cfg, cpath, &warning);
+    vpHookConfig cfg;
+    char *error = NULL;
+    bool loaded = vpHookConfigLoad(&cfg, cpath, false, &error);
     close(cfd);
-    g_assert(cfg.socket && *cfg.socket);
-    g_assert(cfg.timeout_ms >= 1 && cfg.timeout_ms <= 60000);
+    if (loaded) {
+        g_assert(cfg.socket && cfg.socket[0] == '/');
+        g_assert(cfg.timeout_ms >= 1 && cfg.timeout_ms <= 60000);
+    } else {
+        g_assert(error && strstr(error, cpath));
+    }
+    free(error);
+    vpHookConfigClear(&cfg);
 
     g_autofree char *xml = NULL;
     if (call.wants_xml) {
         int ifd = memFile(in);
-        gsize len = 0;
+        size_t len = 0;
         /* A small bound here, so that the fuzzer also reaches the too-big refusal. */
-        xml = vpHookReadXML(ifd, 4096, &len, &why);
+        xml = vpHookReadXML(ifd, 4096, &len, why, sizeof(why));
         close(ifd);
         if (!xml) {
-            g_assert(why);
+            g_assert(why[0]);
             return 0;
         }
         g_assert(len == strlen(xml));

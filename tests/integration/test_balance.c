@@ -512,12 +512,12 @@ START_TEST(test_bad_requests_and_reloads)
     } bad[] = {
         {"bogus=1\n", "unknown key 'bogus' in [rebalance]"},
         {"mode=sometimes\n", "mode='sometimes' is not one of auto, advise, off"},
-        {"interval=0\n", "interval='0' is not a number of seconds in 0.1..3600"},
+        {"interval=0\n", "interval='0' is not a number of seconds in [0.1, 3600]"},
         {"interval=fast\n", "interval='fast'"},
         {"textfile=relative.prom\n", "textfile='relative.prom' is not an absolute file path"},
-        {"persistence=0\n", "persistence=0 is outside [1, 3600]"},
-        {"max_moves=0\n", "max_moves=0"},
-        {"min_residency=100\nmemory=10\n", "memory=10s must be at least min_residency=100s"},
+        {"persistence=0\n", "persistence='0' is not a whole number of intervals in [1, 3600]"},
+        {"max_moves=0\n", "max_moves='0' is not a whole number in [1, 1000]"},
+        {"min_residency=100\nmemory=10\n", "min_residency='100' must not be above memory='10'"},
     };
     for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(GError) err = NULL;

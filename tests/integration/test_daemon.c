@@ -858,12 +858,17 @@ START_TEST(test_config_errors)
     expectConfigError("[daemon]\nhook_failure=maybe\n", "hook_failure='maybe'");
     expectConfigError("[daemon]\nhook_timeout_ms=0\n", "hook_timeout_ms='0'");
     expectConfigError("[daemon]\nhost_cpus=0-x\n", "host_cpus");
-    expectConfigError("[daemon]\nsocket=relative.sock\n", "must be absolute");
+    expectConfigError("[daemon]\nsocket=relative.sock\n", "is not an absolute path");
     expectConfigError("[daemon]\nuri=\n", "uri is empty");
     expectConfigError("[policy]\nsmt=sideways\n", "sideways");
     expectConfigError("[policy]\nsmtt=spread\n", "smtt");
     expectConfigError("[daemon]\ndomains=web-*;;db-*\n", "pattern 2 is empty");
-    expectConfigError("not a key file", "cannot read configuration");
+    expectConfigError("not a key file",
+                      ":1: 'not a key file' is not a [group] header, a key=value line");
+    expectConfigError("[daemon]\nhook_failure=closed \n",
+                      ":2: [daemon] hook_failure='closed ' ends in whitespace");
+    expectConfigError("[daemon]\nhook_failure=Closed\n",
+                      ":2: [daemon] hook_failure='Closed' is not one of open, closed");
 
     g_autoptr(GError) err = NULL;
     g_autofree char *missing = g_build_filename(tmpdir, "missing.conf", NULL);

@@ -151,80 +151,6 @@ START_TEST(test_copy_is_deep)
 }
 END_TEST
 
-static GKeyFile *
-keyFile(const char *text)
-{
-    GKeyFile *kf = g_key_file_new();
-
-    ck_assert(g_key_file_load_from_data(kf, text, -1, G_KEY_FILE_NONE, NULL));
-    return kf;
-}
-
-START_TEST(test_keyfile)
-{
-    g_autoptr(GKeyFile) kf = keyFile("[policy]\nsmt=isolate\ngroup=ops\ncoresched=group\n"
-                                     "locality=numa\nemulator=dedicated\nrebalance=off\n"
-                                     "unmet=degrade\n");
-    g_autoptr(GError) err = NULL;
-    vpPolicy p;
-
-    vpPolicyInitDefaults(&p);
-    ck_assert_msg(vpPolicyLoadKeyFile(&p, kf, "policy", &err), "%s", err ? err->message : "");
-    ck_assert_int_eq(p.smt, VP_SMT_ISOLATE);
-    ck_assert_str_eq(p.group, "ops");
-    ck_assert_int_eq(p.coresched, VP_CORESCHED_GROUP);
-    ck_assert_int_eq(p.locality, VP_LOCALITY_NUMA);
-    ck_assert_int_eq(p.emulator, VP_EMULATOR_DEDICATED);
-    ck_assert_int_eq(p.rebalance, VP_REBALANCE_OFF);
-    ck_assert_int_eq(p.unmet, VP_UNMET_DEGRADE);
-    vpPolicyClear(&p);
-}
-END_TEST
-
-START_TEST(test_keyfile_missing_group_keeps_defaults)
-{
-    g_autoptr(GKeyFile) kf = keyFile("[daemon]\nsocket=/run/x\n");
-    vpPolicy p;
-
-    vpPolicyInitDefaults(&p);
-    ck_assert(vpPolicyLoadKeyFile(&p, kf, "policy", NULL));
-    ck_assert_int_eq(p.smt, VP_SMT_SPREAD);
-    vpPolicyClear(&p);
-}
-END_TEST
-
-START_TEST(test_keyfile_unknown_key)
-{
-    g_autoptr(GKeyFile) kf = keyFile("[policy]\nsmt=pack\nlocalty=l3\n");
-    g_autoptr(GError) err = NULL;
-    vpPolicy p;
-
-    vpPolicyInitDefaults(&p);
-    ck_assert(!vpPolicyLoadKeyFile(&p, kf, "policy", &err));
-    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
-    ck_assert_ptr_nonnull(strstr(err->message, "[policy]"));
-    ck_assert_ptr_nonnull(strstr(err->message, "'localty'"));
-    /* Nothing applied: the good key before the bad one included. */
-    ck_assert_int_eq(p.smt, VP_SMT_SPREAD);
-    vpPolicyClear(&p);
-}
-END_TEST
-
-START_TEST(test_keyfile_bad_value)
-{
-    g_autoptr(GKeyFile) kf = keyFile("[policy]\ngroup=blue\nemulator=anywhere\n");
-    g_autoptr(GError) err = NULL;
-    vpPolicy p;
-
-    vpPolicyInitDefaults(&p);
-    ck_assert(!vpPolicyLoadKeyFile(&p, kf, "policy", &err));
-    ck_assert_str_eq(err->message,
-                     "[policy] emulator='anywhere' is not one of housekeeping, vcpus, dedicated");
-    ck_assert_ptr_null(p.group);
-    vpPolicyClear(&p);
-}
-END_TEST
-
 Suite *
 vpTestSuite(void)
 {
@@ -237,10 +163,6 @@ vpTestSuite(void)
     tcase_add_test(tc, test_unknown_attribute);
     tcase_add_test(tc, test_group_names);
     tcase_add_test(tc, test_copy_is_deep);
-    tcase_add_test(tc, test_keyfile);
-    tcase_add_test(tc, test_keyfile_missing_group_keeps_defaults);
-    tcase_add_test(tc, test_keyfile_unknown_key);
-    tcase_add_test(tc, test_keyfile_bad_value);
     suite_add_tcase(s, tc);
     return s;
 }
