@@ -104,11 +104,13 @@ vpPlanFormatSet(hwloc_const_bitmap_t set)
     return vpCpuListFormat(set);
 }
 
-/* Topology coordinates of Linux CPU os: core, then group per level; -1 where unknown. */
+/* Topology coordinates of Linux CPU os: core, then group per level (the NUMA node by its
+ * Linux number, as nodesets and numactl name it); -1 where unknown. */
 static void
 vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa, int *package)
 {
     const vpCore *c = NULL;
+    const vpGroup *g;
     int pu;
 
     *core = *l3 = *numa = *package = -1;
@@ -120,7 +122,8 @@ vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa, int 
     *core = vpTopologyPU(topo, pu)->core;
     c = vpTopologyCore(topo, *core);
     *l3 = c->group[VP_LEVEL_L3];
-    *numa = c->group[VP_LEVEL_NUMA];
+    g = vpTopologyGroup(topo, VP_LEVEL_NUMA, c->group[VP_LEVEL_NUMA]);
+    *numa = g->made_up ? -1 : (int)g->os;
     *package = c->group[VP_LEVEL_PACKAGE];
 }
 
