@@ -26,7 +26,9 @@ puCell(const vpTopology *topo, const vpLedger *ledger, int pu)
         return g_strdup_printf("%u:%s/%d", p->os, owner.domain, owner.vcpu);
     if (owner.domain)
         return g_strdup_printf("%u:%s/%s", p->os, owner.domain,
-                               owner.kind == VP_OWN_EMULATOR ? "emu" : "rsv");
+                               owner.kind == VP_OWN_EMULATOR ? "emu"
+                               : owner.kind == VP_OWN_PINNED ? "own"
+                                                             : "rsv");
     if (hwloc_bitmap_isset(vpTopologyHousekeeping(topo), p->os))
         return g_strdup_printf("%u:hk", p->os);
     return g_strdup_printf("%u:%s", p->os, p->usable ? "." : "-");

@@ -33,6 +33,7 @@ vpPlanNew(const char *domain, unsigned nvcpus)
         plan->vcpu_pu[i] = -1;
     plan->emulator = hwloc_bitmap_alloc();
     plan->reserved = hwloc_bitmap_alloc();
+    plan->own = hwloc_bitmap_alloc();
     plan->level = VP_LEVEL_HOST;
     plan->level_index = -1;
     return plan;
@@ -49,6 +50,8 @@ vpPlanFree(vpPlan *plan)
     g_free(plan->vcpu_pu);
     hwloc_bitmap_free(plan->emulator);
     hwloc_bitmap_free(plan->reserved);
+    hwloc_bitmap_free(plan->own);
+    g_free(plan->mem);
     g_free(plan->degraded_reason);
     g_free(plan);
 }
@@ -73,7 +76,38 @@ vpPlanCopy(const vpPlan *plan)
     copy->overcommit = plan->overcommit;
     copy->degraded = plan->degraded;
     copy->degraded_reason = g_strdup(plan->degraded_reason);
+    hwloc_bitmap_copy(copy->own, plan->own);
+    copy->nmem = plan->nmem;
+    copy->mem = g_memdup2(plan->mem, sizeof(*plan->mem) * plan->nmem);
+    copy->page_size = plan->page_size;
     return copy;
+}
+
+void
+vpPlanAddMemory(vpPlan *plan, unsigned node, guint64 bytes)
+{
+    unsigned i;
+
+    for (i = 0; i < plan->nmem && plan->mem[i].node < node; i++)
+        ;
+    if (i < plan->nmem && plan->mem[i].node == node) {
+        plan->mem[i].bytes += bytes;
+        return;
+    }
+    plan->mem = g_renew(vpNodeMemory, plan->mem, plan->nmem + 1);
+    memmove(&plan->mem[i + 1], &plan->mem[i], sizeof(*plan->mem) * (plan->nmem - i));
+    plan->mem[i] = (vpNodeMemory){node, bytes};
+    plan->nmem++;
+}
+
+guint64
+vpPlanMemoryOn(const vpPlan *plan, unsigned node)
+{
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        if (plan->mem[i].node == node)
+            return plan->mem[i].bytes;
+    }
+    return 0;
 }
 
 const char *
@@ -209,7 +243,30 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
 
     json_builder_set_member_name(b, "topology_mismatch");
     json_builder_add_boolean_value(b, plan->topology_mismatch);
-    /* written only when set, so plans without it keep their golden form */
+    /* written only when set, so plans without them keep their golden form */
+    if (!hwloc_bitmap_iszero(plan->own)) {
+        g_autofree char *own = vpPlanFormatSet(plan->own);
+
+        json_builder_set_member_name(b, "own");
+        json_builder_add_string_value(b, own);
+    }
+    if (plan->nmem) {
+        json_builder_set_member_name(b, "memory");
+        json_builder_begin_array(b);
+        for (i = 0; i < plan->nmem; i++) {
+            json_builder_begin_object(b);
+            json_builder_set_member_name(b, "numa");
+            json_builder_add_int_value(b, plan->mem[i].node);
+            json_builder_set_member_name(b, "bytes");
+            json_builder_add_int_value(b, (gint64)plan->mem[i].bytes);
+            json_builder_end_object(b);
+        }
+        json_builder_end_array(b);
+    }
+    if (plan->page_size) {
+        json_builder_set_member_name(b, "page_size");
+        json_builder_add_int_value(b, (gint64)plan->page_size);
+    }
     if (plan->overcommit) {
         json_builder_set_member_name(b, "overcommit");
         json_builder_add_boolean_value(b, TRUE);
@@ -475,6 +532,71 @@ vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
     return TRUE;
 }
 
+/* A byte count up to 2^62 (no machine has more memory; bounds the sums). */
+#define VP_PLAN_MAX_BYTES ((gint64)1 << 62)
+
+static gboolean
+vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    static const char *const keys[] = {"numa", "bytes", NULL};
+    JsonNode *node = json_object_get_member(obj, "memory");
+    JsonArray *arr;
+
+    if (!JSON_NODE_HOLDS_ARRAY(node)) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "memory=%s is not an array", shown);
+        return FALSE;
+    }
+    arr = json_node_get_array(node);
+    for (guint i = 0; i < json_array_get_length(arr); i++) {
+        JsonNode *e = json_array_get_element(arr, i);
+        g_autofree char *path = g_strdup_printf("memory[%u].", i);
+        JsonObject *eobj;
+        gint64 numa, bytes;
+
+        if (!JSON_NODE_HOLDS_OBJECT(e)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "memory[%u] is not an object", i);
+            return FALSE;
+        }
+        eobj = json_node_get_object(e);
+        if (!vpPlanCheckKeys(eobj, path, keys, error) ||
+            !vpPlanGetInt(eobj, path, "numa", 0, VP_PLAN_MAX_CPU, &numa, error) ||
+            !vpPlanGetInt(eobj, path, "bytes", 0, VP_PLAN_MAX_BYTES, &bytes, error))
+            return FALSE;
+        if (vpPlanMemoryOn(plan, numa)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "memory names node %" G_GINT64_FORMAT " twice", numa);
+            return FALSE;
+        }
+        vpPlanAddMemory(plan, numa, bytes);
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    gint64 v;
+
+    if (json_object_has_member(obj, "own")) {
+        hwloc_bitmap_t set = vpPlanGetSet(obj, "own", error);
+
+        if (!set)
+            return FALSE;
+        hwloc_bitmap_free(plan->own);
+        plan->own = set;
+    }
+    if (json_object_has_member(obj, "memory") && !vpPlanReadMemory(obj, plan, error))
+        return FALSE;
+    if (json_object_has_member(obj, "page_size")) {
+        if (!vpPlanGetInt(obj, "", "page_size", 0, VP_PLAN_MAX_BYTES, &v, error))
+            return FALSE;
+        plan->page_size = v;
+    }
+    return TRUE;
+}
+
 /* Reads everything but the domain name, into *plan which it allocates. */
 static gboolean
 vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
@@ -491,6 +613,9 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
                                        "guest_topology",
                                        "topology_mismatch",
                                        "overcommit",
+                                       "own",
+                                       "memory",
+                                       "page_size",
                                        "degraded",
                                        "degraded_reason",
                                        NULL};
@@ -572,6 +697,8 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
         }
         (*plan)->overcommit = overcommit;
     }
+    if (!vpPlanReadOwnAndMemory(obj, *plan, error))
+        return FALSE;
     if (!vpPlanGetString(obj, "", "degraded_reason", TRUE, &reason, error))
         return FALSE;
     if (degraded != (reason != NULL)) {

@@ -16,6 +16,12 @@ typedef enum {
     VP_HOW_LAST
 } vpHow;
 
+/* Memory a domain holds on one host node. */
+typedef struct {
+    unsigned node; /* Linux node number */
+    guint64 bytes;
+} vpNodeMemory;
+
 typedef struct {
     char *domain;
     char *group;     /* trust group, NULL = alone */
@@ -35,6 +41,14 @@ typedef struct {
     bool overcommit;
     bool degraded;
     char *degraded_reason; /* exactly what was relaxed, NULL when not degraded */
+    /* CPUs the domain's own multi-CPU <vcpupin>, <emulatorpin> and <iothreadpin> name: held
+     * for it (others avoid them), though its threads float over them. */
+    hwloc_bitmap_t own;
+    /* Memory by host node, ascending node numbers; page_size the huge pages backing it
+     * (0: base pages, taken from the node's memory). */
+    unsigned nmem;
+    vpNodeMemory *mem;
+    guint64 page_size;
 } vpPlan;
 
 vpPlan *vpPlanNew(const char *domain, unsigned nvcpus);
@@ -44,7 +58,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpPlan, vpPlanFree)
 vpPlan *vpPlanCopy(const vpPlan *plan);
 
 const char *vpHowName(vpHow how);
-/* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator. */
+/* Adds bytes to the plan's holding on Linux node `node`. */
+void vpPlanAddMemory(vpPlan *plan, unsigned node, guint64 bytes);
+/* Bytes the plan holds on Linux node `node`. */
+guint64 vpPlanMemoryOn(const vpPlan *plan, unsigned node);
+/* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator
+ * (the domain's own pins, plan->own, are held apart: other domains' own pins may name them
+ * too). */
 hwloc_bitmap_t vpPlanHeld(const vpPlan *plan);
 
 /* JSON object in the stable format of golden files and `vcpuplace plan --json`. */

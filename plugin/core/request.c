@@ -70,12 +70,14 @@ vpRequestPlanVcpus(const vpRequest *req)
                : req->vcpus;
 }
 
-/* libvirt's qemu driver runs type='qemu' (TCG) and type='kvm'; a request without a type
- * comes from a trace or a test, which place QEMU domains. */
+/* libvirt's qemu driver runs type='qemu' (TCG) and type='kvm'. libvirt's test driver
+ * (type='test') stands in for it in the integration tier: its domains pin like QEMU ones
+ * and run nothing. A request without a type comes from a trace, placed as QEMU. */
 bool
 vpRequestIsQemu(const vpRequest *req)
 {
-    return !req->type || strcmp(req->type, "qemu") == 0 || strcmp(req->type, "kvm") == 0;
+    return !req->type || strcmp(req->type, "qemu") == 0 || strcmp(req->type, "kvm") == 0 ||
+           strcmp(req->type, "test") == 0;
 }
 
 static const char *const mem_mode_names[VP_MEM_LAST] = {

@@ -28,6 +28,7 @@ struct _vpTopology {
     GArray *raw;   /* vpRawPU, builder input */
     GArray *nodes; /* vpRawNode, builder input */
     hwloc_bitmap_t nodeset;
+    guint64 node_reserve;
     hwloc_bitmap_t offline;
     bool final;
 
@@ -132,6 +133,7 @@ vpTopologyNew(void)
     topo->raw = g_array_new(FALSE, TRUE, sizeof(vpRawPU));
     topo->nodes = g_array_new(FALSE, TRUE, sizeof(vpRawNode));
     topo->nodeset = hwloc_bitmap_alloc();
+    topo->node_reserve = VP_DEFAULT_NODE_RESERVE;
     topo->offline = hwloc_bitmap_alloc();
     topo->pus = g_array_new(FALSE, TRUE, sizeof(vpPU));
     topo->cores = g_array_new(FALSE, TRUE, sizeof(vpCore));
@@ -563,6 +565,18 @@ vpTopologySetUnknownMemory(vpTopology *topo, guint64 memory)
         if (!g->memory)
             g->memory = memory;
     }
+}
+
+void
+vpTopologySetNodeReserve(vpTopology *topo, guint64 bytes)
+{
+    topo->node_reserve = bytes;
+}
+
+guint64
+vpTopologyNodeReserve(const vpTopology *topo)
+{
+    return topo->node_reserve;
 }
 
 int

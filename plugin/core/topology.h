@@ -118,6 +118,11 @@ hwloc_const_bitmap_t vpTopologyNodeSet(const vpTopology *topo);
 /* Gives memory (bytes) to every node whose memory is unknown: hwloc exports without
  * local_memory, completed by the operator. Allowed after finalize. */
 void vpTopologySetUnknownMemory(vpTopology *topo, guint64 memory);
+/* Memory kept for the host on every node (bytes), out of what domains may hold there.
+ * VP_DEFAULT_NODE_RESERVE until set. */
+#define VP_DEFAULT_NODE_RESERVE (512ULL << 20)
+void vpTopologySetNodeReserve(vpTopology *topo, guint64 bytes);
+guint64 vpTopologyNodeReserve(const vpTopology *topo);
 /* NUMA group index of a logical PU. */
 int vpTopologyNodeOfPU(const vpTopology *topo, int pu);
 

@@ -56,8 +56,10 @@ coreIndex(hwloc_topology_t hw, hwloc_obj_t pu)
  * size (4 KiB x86, 64 KiB POWER and some arm64), not a huge page pool. */
 #define VP_BASE_PAGE_MAX (64 * 1024)
 
+/* memory_known FALSE: hwloc's synthetic backend gives every node a made-up size unless the
+ * description says (memory=64GB); that size is no fact about any machine. */
 static void
-describeNodes(hwloc_topology_t hw, vpTopology *topo)
+describeNodes(hwloc_topology_t hw, vpTopology *topo, gboolean memory_known)
 {
     hwloc_obj_t node = NULL;
 
@@ -72,8 +74,8 @@ describeNodes(hwloc_topology_t hw, vpTopology *topo)
             pools[npools].size = a->page_types[i].size;
             pools[npools++].count = a->page_types[i].count;
         }
-        vpTopologySetNode(topo, (int)node->logical_index, node->os_index, a->local_memory, pools,
-                          npools);
+        vpTopologySetNode(topo, (int)node->logical_index, node->os_index,
+                          memory_known ? a->local_memory : 0, pools, npools);
     }
 }
 
@@ -135,7 +137,8 @@ vpHwtopoLoad(const char *source, hwloc_const_bitmap_t host, hwloc_const_bitmap_t
             vpTopologyAddOffline(topo, os);
     }
     hwloc_bitmap_foreach_end();
-    describeNodes(hw, topo);
+    describeNodes(hw, topo,
+                  !g_str_has_prefix(source, "synthetic:") || strstr(source, "memory=") != NULL);
     hwloc_topology_destroy(hw);
 
     vpTopologySetSource(topo, source);
