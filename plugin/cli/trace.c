@@ -89,12 +89,19 @@ parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError *
         !vpTraceGetUInt(obj, "cores", VP_TRACE_MAX_VCPUS, &ev->req->cores, error) ||
         !vpTraceGetUInt(obj, "sockets", VP_TRACE_MAX_VCPUS, &ev->req->sockets, error))
         return FALSE;
+    if (json_object_has_member(obj, "memory")) {
+        const char *size = vpTraceGetString(obj, "memory", error);
+
+        if (!size || !vpMemorySizeParse("\"memory\"", size, &ev->req->memory, error))
+            return FALSE;
+    }
     for (GList *l = members; l; l = l->next) {
         const char *key = l->data;
         const char *value;
 
         if (strcmp(key, "op") == 0 || strcmp(key, "name") == 0 || strcmp(key, "vcpus") == 0 ||
-            strcmp(key, "threads") == 0 || strcmp(key, "cores") == 0 || strcmp(key, "sockets") == 0)
+            strcmp(key, "threads") == 0 || strcmp(key, "cores") == 0 ||
+            strcmp(key, "sockets") == 0 || strcmp(key, "memory") == 0)
             continue;
         if (!isPolicyKey(key)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown key \"%s\"", key);

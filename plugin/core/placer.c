@@ -684,6 +684,27 @@ holdOwnPins(vpPlan *plan, const vpRequest *req)
         hwloc_bitmap_or(plan->own, plan->own, req->iothread_pin);
 }
 
+/* A pinned domain's memory is recorded on its single-pinned vCPUs' nodes, in proportion,
+ * as first touch puts it; with no single pin its node is not known and nothing is held. */
+static void
+pinnedMemory(const vpTopology *topo, vpPlan *plan, guint64 memory)
+{
+    unsigned n = 0, given = 0;
+
+    for (unsigned i = 0; i < plan->nvcpus; i++)
+        n += plan->vcpu_pu[i] >= 0;
+    for (unsigned i = 0; i < plan->nvcpus && memory; i++) {
+        int pu = plan->vcpu_pu[i] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[i]) : -1;
+        const vpGroup *node;
+
+        if (pu < 0)
+            continue;
+        node = vpTopologyGroup(topo, VP_LEVEL_NUMA, vpTopologyNodeOfPU(topo, pu));
+        if (!node->made_up)
+            vpPlanAddMemory(plan, node->os, memory / n + (given++ == 0 ? memory % n : 0));
+    }
+}
+
 static vpPlan *
 placePinned(const vpTopology *topo, const vpRequest *req)
 {
@@ -704,6 +725,8 @@ placePinned(const vpTopology *topo, const vpRequest *req)
     if (req->emulator_pin)
         hwloc_bitmap_copy(plan->emulator, req->emulator_pin);
     holdOwnPins(plan, req);
+    pinnedMemory(topo, plan, req->memory);
+    plan->page_size = req->hugepage_size;
     return g_steal_pointer(&plan);
 }
 
@@ -775,7 +798,7 @@ bytesText(guint64 bytes)
  * whole part on each node; the last asks none, and the split is checked once known. */
 static bool *
 partMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
-         hwloc_const_bitmap_t only, hwloc_const_bitmap_t avoid)
+         hwloc_const_bitmap_t only, hwloc_const_bitmap_t avoid, bool off_own)
 {
     const vpTopology *topo = ctx->topo;
     int npus = vpTopologyNPUs(topo);
@@ -795,7 +818,11 @@ partMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
         const vpPU *p = vpTopologyPU(topo, pu);
 
         ok[pu] = node_ok[vpTopologyNodeOfPU(topo, pu)] &&
-                 (!ctx->req->cpuset || hwloc_bitmap_isset(ctx->req->cpuset, p->os));
+                 (!ctx->req->cpuset || hwloc_bitmap_isset(ctx->req->cpuset, p->os)) &&
+                 !(off_own && ctx->req->emulator_pin &&
+                   hwloc_bitmap_isset(ctx->req->emulator_pin, p->os)) &&
+                 !(off_own && ctx->req->iothread_pin &&
+                   hwloc_bitmap_isset(ctx->req->iothread_pin, p->os));
     }
     return ok;
 }
@@ -910,8 +937,8 @@ partRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
     if (short_memory) {
         g_autofree char *mem = vpMemoryFormat(part->memory);
 
-        g_string_append_printf(s, plain ? "; %s of %smemory is needed" : " and %s of %smemory",
-                               mem, page ? "huge page " : "");
+        g_string_append_printf(s, plain ? "; %s of %smemory is needed" : " and %s of %smemory", mem,
+                               page ? "huge page " : "");
     }
     for (int g = 0; g < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); g++) {
         const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
@@ -959,10 +986,18 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
             g_autofree char *want = vpMemoryFormat(share);
             g_autofree char *have = bytesText(nodeFree(ctx, plan, g, ctx->req->hugepage_size));
 
-            g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
-                        "domain '%s': its vCPUs on node %u need %s of memory there; node %u has "
-                        "%s free",
-                        plan->domain, node->os, want, node->os, have);
+            g_autofree char *page = plan->page_size ? vpMemoryFormat(plan->page_size) : NULL;
+
+            if (page)
+                g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                            "domain '%s': its vCPUs on node %u need %s of %s huge pages there; "
+                            "node %u's %s pool has %s free",
+                            plan->domain, node->os, want, page, node->os, page, have);
+            else
+                g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                            "domain '%s': its vCPUs on node %u need %s of memory there; node %u "
+                            "has %s free",
+                            plan->domain, node->os, want, node->os, have);
             return FALSE;
         }
         vpPlanAddMemory(plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g)->os, share);
@@ -972,8 +1007,10 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
     return TRUE;
 }
 
-/* Tries one part under the masks that apply, strictest first: the preferred nodes, then
- * nodes no other part took (cells on distinct nodes), then any allowed node. */
+/* Tries one part under the masks that apply, strictest first: off the CPUs of the domain's
+ * own emulator and iothread pins (Nova often pins the emulator inside the vCPUs' cpuset, so
+ * only a preference), the preferred nodes, nodes no other part took (cells on distinct
+ * nodes), then any allowed node. */
 static bool
 placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t taken,
           vpChoice *choice)
@@ -984,16 +1021,19 @@ placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t tak
 
     if (part->one_node && locality != VP_LOCALITY_L3)
         locality = VP_LOCALITY_NUMA;
-    for (gsize o = part->prefer ? 0 : 1; o < G_N_ELEMENTS(only); o++) {
-        for (gsize a = taken && part->one_node ? 0 : 1; a < G_N_ELEMENTS(avoid); a++) {
-            g_autofree bool *ok = partMask(ctx, plan, part, part->memory, only[o], avoid[a]);
-            bool found;
+    for (int own = ctx->req->emulator_pin || ctx->req->iothread_pin ? 1 : 0; own >= 0; own--) {
+        for (gsize o = part->prefer ? 0 : 1; o < G_N_ELEMENTS(only); o++) {
+            for (gsize a = taken && part->one_node ? 0 : 1; a < G_N_ELEMENTS(avoid); a++) {
+                g_autofree bool *ok =
+                    partMask(ctx, plan, part, part->memory, only[o], avoid[a], own);
+                bool found;
 
-            ctxSetMask(ctx, ok);
-            found = search(ctx, ctx->req->policy.smt, locality, part->n, choice);
-            ctxSetMask(ctx, NULL);
-            if (found)
-                return true;
+                ctxSetMask(ctx, ok);
+                found = search(ctx, ctx->req->policy.smt, locality, part->n, choice);
+                ctxSetMask(ctx, NULL);
+                if (found)
+                    return true;
+            }
         }
     }
     return false;
@@ -1016,7 +1056,7 @@ placeParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GError **erro
         found = placePart(ctx, plan, part, taken, &choice);
         if (!found) {
             /* the policy's own fallbacks, still inside the hard limits and the memory */
-            g_autofree bool *ok = partMask(ctx, plan, part, 0, NULL, NULL);
+            g_autofree bool *ok = partMask(ctx, plan, part, 0, NULL, NULL, false);
             ctxSetMask(ctx, ok);
             found = searchPart(ctx, plan, part->one_node ? VP_LOCALITY_NUMA : locality, part->n,
                                &choice);
@@ -1286,7 +1326,7 @@ vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GE
     if (req->cpuset || (hardMode(req->mem_mode) && req->nodeset)) {
         vpPart whole = {.hard = hardMode(req->mem_mode) ? req->nodeset : NULL};
 
-        dom_ok = partMask(&ctx, plan, &whole, 0, NULL, NULL);
+        dom_ok = partMask(&ctx, plan, &whole, 0, NULL, NULL, false);
         ctxSetMask(&ctx, dom_ok);
     }
     if (req->emulator_pin)
