@@ -1092,6 +1092,18 @@ vpDomXMLBuild(xmlNodePtr root, const vpPolicy *defaults, GError **error)
     return g_steal_pointer(&req);
 }
 
+gboolean
+vpDomXMLIsQemu(const char *xml, gsize len)
+{
+    g_autoptr(xmlDoc) doc = vpDomXMLRead("domain XML", xml, len, NULL);
+    g_autoptr(vpRequest) req = vpRequestNew(NULL, 1);
+
+    if (!doc || !vpDomXMLIs(xmlDocGetRootElement(doc), "domain") ||
+        !vpDomXMLParseType(xmlDocGetRootElement(doc), req, NULL))
+        return TRUE;
+    return vpRequestIsQemu(req);
+}
+
 vpRequest *
 vpDomXMLParse(const char *xml, gsize len, const vpPolicy *defaults, GError **error)
 {

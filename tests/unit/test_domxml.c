@@ -223,6 +223,7 @@ START_TEST(test_domain_types)
 
         ck_assert_msg(req, "%s", err ? err->message : "");
         ck_assert_int_eq(vpRequestIsQemu(req), types[i].qemu);
+        ck_assert_int_eq(vpDomXMLIsQemu(types[i].xml, strlen(types[i].xml)), types[i].qemu);
     }
 }
 END_TEST
