@@ -4,6 +4,7 @@
  * not have written: every key known, every value typed and in range.
  */
 #include "plan.h"
+#include "request.h"
 
 #include <limits.h>
 #include <string.h>
@@ -777,6 +778,18 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
     g_string_append_printf(s, "  emulator: %s\n", *emulator ? emulator : "(not pinned)");
     if (*reserved)
         g_string_append_printf(s, "  reserved idle: %s\n", reserved);
+    if (!hwloc_bitmap_iszero(plan->own)) {
+        g_autofree char *own = vpPlanFormatSet(plan->own);
+
+        g_string_append_printf(s, "  held for its own pins: %s\n", own);
+    }
+    for (i = 0; i < plan->nmem; i++) {
+        g_autofree char *bytes = vpMemoryFormat(plan->mem[i].bytes);
+        g_autofree char *page = plan->page_size ? vpMemoryFormat(plan->page_size) : NULL;
+
+        g_string_append_printf(s, "  memory: %s on numa %u%s%s\n", bytes, plan->mem[i].node,
+                               page ? " in huge pages of " : "", page ? page : "");
+    }
     if (plan->guest_threads)
         g_string_append_printf(s, "  guest topology: sockets=%u cores=%u threads=%u%s\n",
                                plan->guest_sockets, plan->guest_cores, plan->guest_threads,
