@@ -1177,35 +1177,40 @@ cutParts(const vpTopology *topo, const vpRequest *req, const unsigned *ids, unsi
     return parts;
 }
 
+static gboolean
+checkNodeset(const vpTopology *topo, const vpRequest *req, hwloc_const_bitmap_t set, GError **error)
+{
+    g_autoptr(vpBitmap) missing = NULL;
+
+    if (!set)
+        return TRUE;
+    missing = hwloc_bitmap_dup(set);
+    hwloc_bitmap_andnot(missing, missing, vpTopologyNodeSet(topo));
+    if (!hwloc_bitmap_iszero(missing)) {
+        g_autofree char *bad = vpCpuListFormat(missing);
+        g_autofree char *have = vpCpuListFormat(vpTopologyNodeSet(topo));
+
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "domain '%s': <numatune> nodeset names nodes %s this host lacks (it has %s)",
+                    req->name, bad, have);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Refusals for what no placement could meet: nodes the host lacks, a cpuset of no usable
  * CPU, more memory than the host has. */
 static gboolean
 checkConstraints(const vpTopology *topo, const vpRequest *req, GError **error)
 {
-    hwloc_const_bitmap_t sets[1 + 64] = {req->nodeset};
-    unsigned nsets = 1;
     guint64 total = 0;
     bool known = true;
 
-    for (unsigned c = 0; c < req->ncells && nsets < G_N_ELEMENTS(sets); c++)
-        sets[nsets++] = req->cells[c].nodeset;
-    for (unsigned i = 0; i < nsets; i++) {
-        g_autoptr(vpBitmap) missing = NULL;
-
-        if (!sets[i])
-            continue;
-        missing = hwloc_bitmap_dup(sets[i]);
-        hwloc_bitmap_andnot(missing, missing, vpTopologyNodeSet(topo));
-        if (!hwloc_bitmap_iszero(missing)) {
-            g_autofree char *bad = vpCpuListFormat(missing);
-            g_autofree char *have = vpCpuListFormat(vpTopologyNodeSet(topo));
-
-            g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
-                        "domain '%s': <numatune> nodeset names nodes %s this host lacks (it has "
-                        "%s)",
-                        req->name, bad, have);
+    if (!checkNodeset(topo, req, req->nodeset, error))
+        return FALSE;
+    for (unsigned c = 0; c < req->ncells; c++) {
+        if (!checkNodeset(topo, req, req->cells[c].nodeset, error))
             return FALSE;
-        }
     }
     if (req->cpuset && !hwloc_bitmap_intersects(req->cpuset, vpTopologyUsableSet(topo))) {
         g_autofree char *set = vpCpuListFormat(req->cpuset);
