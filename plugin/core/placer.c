@@ -1264,61 +1264,27 @@ emulatorOffRealtime(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **e
     return FALSE;
 }
 
-vpPlan *
-vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GError **error)
+/* One attempt with the given parts: the vCPUs, then the emulator inside the same limits. */
+static vpPlan *
+placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GArray *parts,
+          GError **error)
 {
-    g_autoptr(vpPlan) plan = NULL;
-    g_autoptr(GArray) parts = NULL;
-    g_autofree unsigned *ids = NULL;
+    g_autoptr(vpPlan) plan = vpPlanNew(req->name, vpRequestPlanVcpus(req));
     g_autofree bool *dom_ok = NULL;
     vpCtx ctx;
     vpChoice choice = {0};
-    int n = (int)req->vcpus;
-    int usable = hwloc_bitmap_weight(vpTopologyUsableSet(topo));
-    unsigned k = 0;
+    gboolean ok = FALSE;
 
-    if (req->vcpus == 0 || req->vcpus > req->max_vcpus) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain '%s': vcpus=%u is not within 1..%u",
-                    req->name, req->vcpus, req->max_vcpus);
-        return NULL;
-    }
-    if (!vpRequestIsQemu(req)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "domain '%s' is type='%s': vcpuplace places QEMU domains (type='kvm' or "
-                    "'qemu') only",
-                    req->name, req->type);
-        return NULL;
-    }
-    if (req->has_pins)
-        return placePinned(topo, req);
-    if (n > usable) {
-        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
-                    "domain '%s': %d vCPUs exceed the %d PUs this host may hand out", req->name, n,
-                    usable);
-        return NULL;
-    }
-    if (!checkConstraints(topo, req, error))
-        return NULL;
-
-    plan = vpPlanNew(req->name, vpRequestPlanVcpus(req));
     vpPolicyCopy(&plan->policy, &req->policy);
     plan->group = g_strdup(req->policy.group);
     plan->how = VP_HOW_PLACED;
     plan->page_size = req->hugepage_size;
-
-    ids = g_new(unsigned, plan->nvcpus);
-    for (unsigned i = 0; i < plan->nvcpus; i++) {
-        if (vpRequestOnline(req, i))
-            ids[k++] = i;
-    }
-    parts = cutParts(topo, req, ids, k);
-
     ctxInit(&ctx, topo, ledger, req);
-    pickInit(&choice.pick, n);
+    pickInit(&choice.pick, req->vcpus);
     choice.level = VP_LEVEL_HOST;
     choice.index = -1;
     if (!placeParts(&ctx, plan, parts, &choice, error))
-        goto fail;
+        goto out;
 
     plan->level = choice.level;
     plan->level_index = choice.level == VP_LEVEL_HOST ? -1 : choice.index;
@@ -1338,7 +1304,7 @@ vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GE
         hwloc_bitmap_copy(plan->emulator, req->emulator_pin);
     else if (!placeEmulator(&ctx, plan, &choice, error) ||
              !emulatorOffRealtime(&ctx, plan, &choice, error))
-        goto fail;
+        goto out;
     if (req->cpuset && !req->emulator_pin &&
         !hwloc_bitmap_isincluded(plan->emulator, req->cpuset)) {
         hwloc_bitmap_and(plan->emulator, plan->emulator, req->cpuset);
@@ -1350,13 +1316,117 @@ vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GE
         }
     }
     holdOwnPins(plan, req);
+    ok = TRUE;
 
+out:
     pickClear(&choice.pick);
     ctxClear(&ctx);
-    return g_steal_pointer(&plan);
+    return ok ? g_steal_pointer(&plan) : NULL;
+}
 
-fail:
-    pickClear(&choice.pick);
-    ctxClear(&ctx);
+/* A domain whose memory no single node holds, cut into k shares on k distinct nodes (what
+ * Nova's hw:numa_nodes asks of a large flavor): vCPUs and memory split evenly. */
+static GArray *
+splitByMemory(const vpRequest *req, const unsigned *ids, unsigned n, unsigned k)
+{
+    GArray *parts = g_array_new(FALSE, TRUE, sizeof(vpPart));
+    hwloc_const_bitmap_t hard = hardMode(req->mem_mode) ? req->nodeset : NULL;
+    hwloc_const_bitmap_t prefer = req->mem_mode == VP_MEM_PREFERRED ? req->nodeset : NULL;
+    unsigned start = 0;
+
+    g_array_set_clear_func(parts, (GDestroyNotify)partClear);
+    for (unsigned i = 0; i < k; i++) {
+        unsigned cnt = n / k + (i < n % k);
+
+        partAdd(parts, ids + start, cnt, req->memory / k + (i == 0 ? req->memory % k : 0), hard,
+                prefer, true, -1);
+        start += cnt;
+    }
+    return parts;
+}
+
+/* Only memory that no node could hold even when empty of others' memory is cut: a domain
+ * refused for CPUs, or asking locality=l3/numa, keeps its refusal. */
+static bool
+splittable(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GArray *parts)
+{
+    const vpPart *only = parts->len == 1 ? &g_array_index(parts, vpPart, 0) : NULL;
+    vpLocality loc = req->policy.locality;
+
+    if (!only || only->one_node || !only->memory || req->vcpus < 2 ||
+        (loc != VP_LOCALITY_AUTO && loc != VP_LOCALITY_PACKAGE && loc != VP_LOCALITY_HOST))
+        return false;
+    for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
+        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+        guint64 held = ledger ? vpLedgerNodeMemory(ledger, node->os, req->hugepage_size) : 0;
+
+        if (!node->memory || node->memory >= only->memory + held + vpTopologyNodeReserve(topo))
+            return false;
+    }
+    return vpTopologyNGroups(topo, VP_LEVEL_NUMA) > 1;
+}
+
+vpPlan *
+vpPlace(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GError **error)
+{
+    g_autoptr(GArray) parts = NULL;
+    g_autofree unsigned *ids = NULL;
+    g_autoptr(GError) first = NULL;
+    vpPlan *plan;
+    int usable = hwloc_bitmap_weight(vpTopologyUsableSet(topo));
+    unsigned k = 0, nplan;
+
+    if (req->vcpus == 0 || req->vcpus > req->max_vcpus) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain '%s': vcpus=%u is not within 1..%u",
+                    req->name, req->vcpus, req->max_vcpus);
+        return NULL;
+    }
+    if (!vpRequestIsQemu(req)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain '%s' is type='%s': vcpuplace places QEMU domains (type='kvm' or "
+                    "'qemu') only",
+                    req->name, req->type);
+        return NULL;
+    }
+    if (req->has_pins)
+        return placePinned(topo, req);
+    if ((int)req->vcpus > usable) {
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "domain '%s': %u vCPUs exceed the %d PUs this host may hand out", req->name,
+                    req->vcpus, usable);
+        return NULL;
+    }
+    if (!checkConstraints(topo, req, error))
+        return NULL;
+
+    nplan = vpRequestPlanVcpus(req);
+    ids = g_new(unsigned, nplan);
+    for (unsigned i = 0; i < nplan; i++) {
+        if (vpRequestOnline(req, i))
+            ids[k++] = i;
+    }
+    parts = cutParts(topo, req, ids, k);
+    if ((plan = placeWith(topo, ledger, req, parts, &first)) ||
+        !g_error_matches(first, VP_ERROR, VP_ERROR_REFUSED) ||
+        !splittable(topo, ledger, req, parts)) {
+        if (!plan)
+            g_propagate_error(error, g_steal_pointer(&first));
+        return plan;
+    }
+    unsigned most = MIN(k, (unsigned)vpTopologyNGroups(topo, VP_LEVEL_NUMA));
+
+    for (unsigned split = 2; split <= most; split++) {
+        g_autoptr(GArray) cut = splitByMemory(req, ids, k, split);
+
+        if ((plan = placeWith(topo, ledger, req, cut, NULL)))
+            return plan;
+    }
+    {
+        g_autofree char *share = vpMemoryFormat(req->memory / most);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "%s; nor cut over up to %u nodes (%s and its vCPUs on each)", first->message,
+                    most, share);
+    }
     return NULL;
 }
