@@ -67,8 +67,10 @@ report(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, const char *outcome,
         g_autoptr(vpBitmap) cpus = hwloc_bitmap_alloc();
         g_autofree char *list = NULL;
 
-        for (unsigned i = 0; i < plan->nvcpus; i++)
-            hwloc_bitmap_set(cpus, plan->vcpu_pu[i]);
+        for (unsigned i = 0; i < plan->nvcpus; i++) {
+            if (plan->vcpu_pu[i] >= 0)
+                hwloc_bitmap_set(cpus, plan->vcpu_pu[i]);
+        }
         list = vpCpuListFormat(cpus);
         for (unsigned i = 0; i < plan->nmoves; i++)
             printf("%6u move  %-16s vcpu %u: cpu %u -> cpu %u (%s)\n", lineno,
@@ -159,6 +161,49 @@ replay(vpSim *sim, const char *path, const vpPolicy *defaults, GError **error)
     return TRUE;
 }
 
+/* Memory the domains still running at the end hold per node, beside what the node has
+ * (null: unknown, no limit), in base pages. */
+static JsonNode *
+nodesJson(const vpTopology *topo, const vpLedger *ledger)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_array(b);
+    for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
+        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+
+        if (node->made_up)
+            continue;
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "numa");
+        json_builder_add_int_value(b, node->os);
+        json_builder_set_member_name(b, "memory");
+        if (node->memory)
+            json_builder_add_int_value(b, (gint64)node->memory);
+        else
+            json_builder_add_null_value(b);
+        json_builder_set_member_name(b, "held");
+        json_builder_add_int_value(b, (gint64)vpLedgerNodeMemory(ledger, node->os, 0));
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    return json_builder_get_root(b);
+}
+
+static void
+printNodes(const vpTopology *topo, const vpLedger *ledger)
+{
+    printf("memory held at the end:\n");
+    for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
+        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+        g_autofree char *held = vpMemoryFormat(vpLedgerNodeMemory(ledger, node->os, 0));
+        g_autofree char *has = node->memory ? vpMemoryFormat(node->memory) : g_strdup("unknown");
+
+        if (!node->made_up)
+            printf("  numa %-3u %s of %s\n", node->os, held, has);
+    }
+}
+
 int
 vpCmdSimulate(int argc, char **argv)
 {
@@ -229,6 +274,8 @@ vpCmdSimulate(int argc, char **argv)
         json_builder_end_array(events);
         json_builder_set_member_name(events, "metrics");
         json_builder_add_value(events, vpScoreToJson(score));
+        json_builder_set_member_name(events, "nodes");
+        json_builder_add_value(events, nodesJson(topo, ledger));
         json_builder_end_object(events);
         root = json_builder_get_root(events);
         vpCliPrintJson(root);
@@ -243,6 +290,7 @@ vpCmdSimulate(int argc, char **argv)
 
             printf("  %-34s %s\n", (const char *)l->data, v);
         }
+        printNodes(topo, ledger);
     }
     return VP_EXIT_OK;
 }

@@ -7,6 +7,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/live.h"
+#include "core/ledger.h"
+#include "core/request.h"
 #include "proto/proto.h"
 #include "host/hwtopo.h"
 #include "host/ledgerfile.h"
@@ -25,10 +27,35 @@ puCell(const vpTopology *topo, const vpLedger *ledger, int pu)
         return g_strdup_printf("%u:%s/%d", p->os, owner.domain, owner.vcpu);
     if (owner.domain)
         return g_strdup_printf("%u:%s/%s", p->os, owner.domain,
-                               owner.kind == VP_OWN_EMULATOR ? "emu" : "rsv");
+                               owner.kind == VP_OWN_EMULATOR ? "emu"
+                               : owner.kind == VP_OWN_PINNED ? "own"
+                                                             : "rsv");
     if (hwloc_bitmap_isset(vpTopologyHousekeeping(topo), p->os))
         return g_strdup_printf("%u:hk", p->os);
     return g_strdup_printf("%u:%s", p->os, p->usable ? "." : "-");
+}
+
+/* ", 64 GiB, 1G pages 4 of 4" or ", memory unknown": what a node gives the placer. */
+static char *
+nodeMemoryText(const vpGroup *g)
+{
+    GString *s = g_string_new(NULL);
+
+    if (g->made_up)
+        return g_string_free(s, FALSE);
+    if (g->memory) {
+        g_autofree char *mem = vpMemoryFormat(g->memory);
+
+        g_string_append_printf(s, ", %s", mem);
+    } else {
+        g_string_append(s, ", memory unknown (no limit; give it with --node-memory)");
+    }
+    for (unsigned i = 0; i < g->npools; i++) {
+        g_autofree char *size = vpMemoryFormat(g->pools[i].size);
+
+        g_string_append_printf(s, ", %s pages: %" G_GUINT64_FORMAT, size, g->pools[i].count);
+    }
+    return g_string_free(s, FALSE);
 }
 
 static void
@@ -56,8 +83,14 @@ printText(const vpTopology *topo, const vpLedger *ledger)
             last[l] = core->group[shown[l]];
             for (gsize k = l + 1; k < G_N_ELEMENTS(shown); k++)
                 last[k] = -1;
-            printf("%*s%s %u\n", (int)l * 2, "", vpLevelName(shown[l]),
-                   vpTopologyGroup(topo, shown[l], last[l])->os);
+            const vpGroup *g = vpTopologyGroup(topo, shown[l], last[l]);
+            g_autofree char *mem = shown[l] == VP_LEVEL_NUMA ? nodeMemoryText(g) : g_strdup("");
+
+            if (g->made_up)
+                printf("%*s%s - (these CPUs have no NUMA node)\n", (int)l * 2, "",
+                       vpLevelName(shown[l]));
+            else
+                printf("%*s%s %u%s\n", (int)l * 2, "", vpLevelName(shown[l]), g->os, mem);
         }
         for (int i = 0; i < core->npus; i++) {
             g_autofree char *cell = puCell(topo, ledger, core->pus[i]);
@@ -84,6 +117,37 @@ toJson(const vpTopology *topo, const vpLedger *ledger)
     json_builder_add_string_value(b, offline);
     json_builder_set_member_name(b, "housekeeping");
     json_builder_add_string_value(b, hk);
+    json_builder_set_member_name(b, "nodes");
+    json_builder_begin_array(b);
+    for (int n = 0; n < vpTopologyNGroups(topo, VP_LEVEL_NUMA); n++) {
+        const vpGroup *g = vpTopologyGroup(topo, VP_LEVEL_NUMA, n);
+
+        if (g->made_up)
+            continue;
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "numa");
+        json_builder_add_int_value(b, g->os);
+        json_builder_set_member_name(b, "pus");
+        json_builder_add_int_value(b, g->npus);
+        json_builder_set_member_name(b, "memory");
+        if (g->memory)
+            json_builder_add_int_value(b, (gint64)g->memory);
+        else
+            json_builder_add_null_value(b);
+        json_builder_set_member_name(b, "hugepages");
+        json_builder_begin_array(b);
+        for (unsigned i = 0; i < g->npools; i++) {
+            json_builder_begin_object(b);
+            json_builder_set_member_name(b, "size");
+            json_builder_add_int_value(b, (gint64)g->pools[i].size);
+            json_builder_set_member_name(b, "count");
+            json_builder_add_int_value(b, (gint64)g->pools[i].count);
+            json_builder_end_object(b);
+        }
+        json_builder_end_array(b);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
     json_builder_set_member_name(b, "pus");
     json_builder_begin_array(b);
     for (int pu = 0; pu < vpTopologyNPUs(topo); pu++) {
@@ -99,8 +163,12 @@ toJson(const vpTopology *topo, const vpLedger *ledger)
         json_builder_set_member_name(b, "core");
         json_builder_add_int_value(b, p->core);
         for (gsize l = 0; l < G_N_ELEMENTS(levels); l++) {
+            int idx = core->group[levels[l]];
+
             json_builder_set_member_name(b, vpLevelName(levels[l]));
-            json_builder_add_int_value(b, core->group[levels[l]]);
+            json_builder_add_int_value(b, levels[l] == VP_LEVEL_NUMA
+                                              ? (int)vpTopologyGroup(topo, VP_LEVEL_NUMA, idx)->os
+                                              : idx);
         }
         json_builder_set_member_name(b, "usable");
         json_builder_add_boolean_value(b, p->usable);

@@ -5,6 +5,7 @@
 #include "cli/common.h"
 
 #include "conf/conf.h"
+#include "core/request.h"
 #include "host/hwtopo.h"
 
 #include <stdio.h>
@@ -20,6 +21,8 @@ vpCliOptionGroup(vpCliOptions *opts)
          "CPUs vcpuplace may hand out (default: all)", "LIST"},
         {"housekeeping", 0, 0, G_OPTION_ARG_STRING, &opts->housekeeping,
          "CPUs never handed out (host threads, emulators)", "LIST"},
+        {"node-memory", 0, 0, G_OPTION_ARG_STRING, &opts->node_memory,
+         "memory of each NUMA node the topology gives none (e.g. 64GiB)", "SIZE"},
         {"config", 'c', 0, G_OPTION_ARG_FILENAME, &opts->config,
          "vcpuplaced.conf whose [policy] group gives the defaults", "FILE"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &opts->json, "print JSON", NULL},
@@ -43,6 +46,14 @@ vpCliLoadTopology(const vpCliOptions *opts, GError **error)
     if (opts->housekeeping && !(hk = vpCpuListParse("--housekeeping", opts->housekeeping, error)))
         goto out;
     topo = vpHwtopoLoad(opts->topology, host, hk, error);
+    if (topo && opts->node_memory) {
+        guint64 bytes;
+
+        if (!vpMemorySizeParse("--node-memory", opts->node_memory, &bytes, error))
+            g_clear_pointer(&topo, vpTopologyFree);
+        else
+            vpTopologySetUnknownMemory(topo, bytes);
+    }
 out:
     if (host)
         hwloc_bitmap_free(host);
@@ -83,6 +94,7 @@ vpCliOptionsClear(vpCliOptions *opts)
     g_clear_pointer(&opts->host_cpus, g_free);
     g_clear_pointer(&opts->housekeeping, g_free);
     g_clear_pointer(&opts->config, g_free);
+    g_clear_pointer(&opts->node_memory, g_free);
 }
 
 void

@@ -13,7 +13,8 @@ typedef struct {
     char *topology; /* hwtopo source: "host", "synthetic:...", file.xml */
     char *host_cpus;
     char *housekeeping;
-    char *config; /* vcpuplaced.conf for [policy] defaults */
+    char *config;      /* vcpuplaced.conf for [policy] defaults */
+    char *node_memory; /* memory of each node whose export lacks it ("64GiB") */
     gboolean json;
 } vpCliOptions;
 

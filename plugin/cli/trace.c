@@ -13,10 +13,10 @@
 #define VP_TRACE_MAX_VCPUS 4096
 
 /* A start event's keys: six for the request, then (policy_keys) the policy attributes. */
-static const char *const start_keys[] = {"op",       "name",      "vcpus", "threads",   "cores",
-                                         "sockets",  "smt",       "group", "coresched", "locality",
-                                         "emulator", "rebalance", "unmet", NULL};
-static const char *const *const policy_keys = start_keys + 6;
+static const char *const start_keys[] = {
+    "op",    "name",      "vcpus",    "threads",  "cores",     "sockets", "memory", "smt",
+    "group", "coresched", "locality", "emulator", "rebalance", "unmet",   NULL};
+static const char *const *const policy_keys = start_keys + 7;
 static const char *const stop_keys[] = {"op", "name", NULL};
 
 gboolean
@@ -87,6 +87,12 @@ parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError *
         return FALSE;
     if (!vpJsonCheckKeys(obj, "start event", start_keys, error))
         return FALSE;
+    if (json_object_has_member(obj, "memory")) {
+        const char *size = vpTraceGetString(obj, "memory", error);
+
+        if (!size || !vpMemorySizeParse("\"memory\"", size, &ev->req->memory, error))
+            return FALSE;
+    }
     for (const char *const *key = policy_keys; *key; key++) {
         const char *value;
 

@@ -29,10 +29,8 @@ typedef struct {
 } vpClaim;
 
 static const char *const ownKindNames[VP_OWN_LAST] = {
-    [VP_OWN_NONE] = "free",
-    [VP_OWN_VCPU] = "vcpu",
-    [VP_OWN_EMULATOR] = "emulator",
-    [VP_OWN_RESERVED] = "reserved",
+    [VP_OWN_NONE] = "free",         [VP_OWN_VCPU] = "vcpu",  [VP_OWN_EMULATOR] = "emulator",
+    [VP_OWN_RESERVED] = "reserved", [VP_OWN_PINNED] = "own",
 };
 
 const char *
@@ -84,6 +82,8 @@ vpClaimDescribe(vpOwnKind kind, int vcpu)
         return g_strdup("the emulator");
     case VP_OWN_RESERVED:
         return g_strdup("a reserved sibling");
+    case VP_OWN_PINNED:
+        return g_strdup("its own pins");
     case VP_OWN_NONE:
     case VP_OWN_LAST:
         break;
@@ -151,6 +151,20 @@ vpLedgerClaims(const vpLedger *ledger, const vpPlan *plan, GError **error)
             return NULL;
     }
     hwloc_bitmap_foreach_end();
+    /* The domain's own pins hold what its placed threads do not already hold; CPUs outside
+     * the topology are the domain's business (libvirt refuses them), not ledger slots. */
+    hwloc_bitmap_foreach_begin(os, plan->own)
+    {
+        int pu = vpTopologyPUByOS(ledger->topo, os);
+        bool taken = false;
+
+        for (i = 0; i < claims->len && pu >= 0; i++)
+            taken |= g_array_index(claims, vpClaim, i).pu == pu;
+        if (pu >= 0 && !taken &&
+            !vpLedgerClaimOne(ledger, plan, claims, os, VP_OWN_PINNED, -1, error))
+            return NULL;
+    }
+    hwloc_bitmap_foreach_end();
     return g_steal_pointer(&claims);
 }
 
@@ -168,6 +182,18 @@ vpLedgerTimeShare(const vpLedger *ledger, const vpPlan *plan, const vpClaim *c)
            plan->policy.smt == VP_SMT_SHARE && plan->policy.unmet == VP_UNMET_DEGRADE &&
            c->kind == VP_OWN_VCPU && held->kind == VP_OWN_VCPU && holder &&
            holder->policy.smt == VP_SMT_SHARE && holder->policy.unmet == VP_UNMET_DEGRADE;
+}
+
+/* Domains may name the same CPUs in their own pins (an emulator set many share): such CPUs
+ * are held by all of them together, and by nothing else. */
+static bool
+vpLedgerOnlyPinned(const vpLedger *ledger, int pu)
+{
+    for (unsigned i = 0; i < vpLedgerNOwners(ledger, pu); i++) {
+        if (vpLedgerOwnerAt(ledger, pu, i).kind != VP_OWN_PINNED)
+            return false;
+    }
+    return true;
 }
 
 gboolean
@@ -188,7 +214,8 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
         const vpClaim *c = &g_array_index(claims, vpClaim, i);
         const vpOwner *held = &ledger->owners[c->pu];
 
-        if (held->domain && !vpLedgerTimeShare(ledger, plan, c)) {
+        if (held->domain && !vpLedgerTimeShare(ledger, plan, c) &&
+            !(c->kind == VP_OWN_PINNED && vpLedgerOnlyPinned(ledger, c->pu))) {
             g_autofree char *who = vpClaimDescribe(c->kind, c->vcpu);
             g_autofree char *holder = vpClaimDescribe(held->kind, held->vcpu);
 
@@ -388,19 +415,20 @@ vpLedgerCheck(const vpLedger *ledger, GError **error)
     }
     for (pu = 0; pu < ledger->npus && ok; pu++) {
         guint n = expect[pu] ? expect[pu]->len : 0;
-        guint plain = 0;
+        guint plain = 0, pinned = 0;
 
         for (i = 0; i < n; i++) {
             const vpOwner *o = &g_array_index(expect[pu], vpOwner, i);
             const vpPlan *plan = g_hash_table_lookup(ledger->plans, o->domain);
 
             plain += !plan->overcommit;
+            pinned += o->kind == VP_OWN_PINNED;
             if (n > 1 && (o->kind != VP_OWN_VCPU || plan->policy.smt != VP_SMT_SHARE ||
                           plan->policy.unmet != VP_UNMET_DEGRADE))
                 plain = n;
         }
         /* time-sharing: share vCPUs only, and all but at most one holder overcommitted */
-        if (n > 1 && plain > 1) {
+        if (n > 1 && plain > 1 && pinned < n) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "CPU %u is held by both domain '%s' and domain '%s'",
                         vpTopologyPU(ledger->topo, pu)->os,
@@ -443,6 +471,23 @@ vpLedgerCopy(const vpLedger *ledger, const vpTopology *topo, GError **error)
             return NULL;
     }
     return g_steal_pointer(&copy);
+}
+
+guint64
+vpLedgerNodeMemory(const vpLedger *ledger, unsigned node, guint64 page_size)
+{
+    GHashTableIter it;
+    gpointer value;
+    guint64 sum = 0;
+
+    g_hash_table_iter_init(&it, ledger->plans);
+    while (g_hash_table_iter_next(&it, NULL, &value)) {
+        const vpPlan *plan = value;
+
+        if (plan->page_size == page_size)
+            sum += vpPlanMemoryOn(plan, node);
+    }
+    return sum;
 }
 
 JsonNode *

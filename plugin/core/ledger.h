@@ -14,6 +14,8 @@ typedef enum {
     VP_OWN_VCPU,
     VP_OWN_EMULATOR,
     VP_OWN_RESERVED,
+    VP_OWN_PINNED, /* named by the domain's own multi-CPU pins; other domains' own pins may
+                    * name it too (vpLedgerNOwners() counts them) */
     VP_OWN_LAST
 } vpOwnKind;
 
@@ -69,3 +71,6 @@ vpLedger *vpLedgerFromText(const vpTopology *topo, const char *text, gsize len, 
                            GError **error);
 
 const char *vpOwnKindName(vpOwnKind kind);
+
+/* Bytes the ledger's plans hold on Linux node `node` in pages of page_size (0: base pages). */
+guint64 vpLedgerNodeMemory(const vpLedger *ledger, unsigned node, guint64 page_size);

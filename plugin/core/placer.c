@@ -56,6 +56,11 @@ typedef struct {
     vpRel *rel;
     bool *pufree;                    /* per logical PU: usable and not held */
     GHashTable *orders[VP_SMT_LAST]; /* group -> its cores in walking order (orderCores) */
+    /* NUMA and cpuset constraints (see "Constraints" below): per logical PU whether a vCPU
+     * of the part being placed may take it (NULL: any), and per core how many free PUs
+     * are such. */
+    const bool *ok;
+    int *nok;
 } vpCtx;
 
 typedef struct {
@@ -159,6 +164,7 @@ ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequ
     ctx->pufree = g_new0(bool, vpTopologyNPUs(topo));
     for (int i = 0; i < VP_SMT_LAST; i++)
         ctx->orders[i] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    ctx->nok = g_new0(int, ctx->ncores);
 
     for (int c = 0; c < ctx->ncores; c++) {
         const vpCore *core = vpTopologyCore(topo, c);
@@ -185,6 +191,7 @@ ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequ
             }
             ctx->rel[c] = MAX(ctx->rel[c], (vpRel)GPOINTER_TO_INT(r));
         }
+        ctx->nok[c] = ctx->nfree[c];
     }
 }
 
@@ -199,13 +206,14 @@ ctxClear(vpCtx *ctx)
         if (ctx->orders[i])
             g_hash_table_destroy(ctx->orders[i]);
     }
+    g_free(ctx->nok);
 }
 
 /* A core every PU of which is usable and free: isolate and pack own such cores. */
 static bool
 coreWhole(const vpCtx *ctx, int c)
 {
-    return ctx->rel[c] == REL_NONE && ctx->nfree[c] > 0 &&
+    return ctx->rel[c] == REL_NONE && ctx->nok[c] > 0 &&
            ctx->nfree[c] == vpTopologyCore(ctx->topo, c)->npus;
 }
 
@@ -213,7 +221,7 @@ coreWhole(const vpCtx *ctx, int c)
 static bool
 coreIdle(const vpCtx *ctx, int c)
 {
-    return ctx->rel[c] == REL_NONE && ctx->nfree[c] > 0;
+    return ctx->rel[c] == REL_NONE && ctx->nok[c] > 0;
 }
 
 static void
@@ -225,7 +233,7 @@ takeFree(const vpCtx *ctx, int c, int limit, vpPick *pick, int n)
         int pu = core->pus[i];
         bool used = false;
 
-        if (!ctx->pufree[pu])
+        if (!ctx->pufree[pu] || (ctx->ok && !ctx->ok[pu]))
             continue;
         for (int k = 0; k < pick->n; k++)
             used |= pick->pus[k] == pu;
@@ -662,9 +670,9 @@ roomIn(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
         if (smt == VP_SMT_ISOLATE)
             room += coreWhole(ctx, c);
         else if (smt == VP_SMT_PACK)
-            room += coreWhole(ctx, c) ? ctx->nfree[c] : 0;
+            room += coreWhole(ctx, c) ? ctx->nok[c] : 0;
         else
-            room += ctx->nfree[c];
+            room += ctx->nok[c];
     }
     return room;
 }
@@ -692,18 +700,6 @@ refusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
                                best);
     }
     return g_string_free(g_steal_pointer(&s), FALSE);
-}
-
-static void
-planSet(vpPlan *plan, const vpTopology *topo, const vpChoice *choice)
-{
-    for (int i = 0; i < choice->pick.n; i++)
-        plan->vcpu_pu[i] = vpTopologyPU(topo, choice->pick.pus[i])->os;
-    for (guint i = 0; i < choice->pick.reserved->len; i++)
-        hwloc_bitmap_set(plan->reserved,
-                         vpTopologyPU(topo, g_array_index(choice->pick.reserved, int, i))->os);
-    plan->level = choice->level;
-    plan->level_index = choice->level == VP_LEVEL_HOST ? -1 : choice->index;
 }
 
 /* Guest threads per core that line up with the host cores pack took: the largest divisor
@@ -743,7 +739,7 @@ spareOn(const vpCtx *ctx, int c, const vpPick *pick)
             used |= pick->pus[k] == pu;
         for (guint k = 0; k < pick->reserved->len; k++)
             used |= g_array_index(pick->reserved, int, k) == pu;
-        if (ctx->pufree[pu] && !used)
+        if (ctx->pufree[pu] && !used && (!ctx->ok || ctx->ok[pu]))
             return pu;
     }
     return -1;
@@ -817,7 +813,8 @@ pickOvercommit(const vpCtx *ctx, int n, vpChoice *choice)
         maxholders = MAX(maxholders, shareHolders(ctx, pu));
     for (int want = 0; want <= maxholders && choice->pick.n < n; want++) {
         for (int pu = 0; pu < npus && choice->pick.n < n; pu++) {
-            if (vpTopologyPU(ctx->topo, pu)->usable && shareHolders(ctx, pu) == want)
+            if (vpTopologyPU(ctx->topo, pu)->usable && (!ctx->ok || ctx->ok[pu]) &&
+                shareHolders(ctx, pu) == want)
                 choice->pick.pus[choice->pick.n++] = pu;
         }
     }
@@ -876,26 +873,701 @@ placeEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
     }
 }
 
+/* The domain's own multi-CPU <vcpupin>, <emulatorpin> and <iothreadpin>: kept as they are,
+ * their CPUs held for it. Single-CPU vCPU pins are vcpu_pu themselves. */
+static void
+holdOwnPins(vpPlan *plan, const vpRequest *req)
+{
+    for (unsigned i = 0; i < req->max_vcpus; i++) {
+        if (req->pins[i] && hwloc_bitmap_weight(req->pins[i]) > 1)
+            hwloc_bitmap_or(plan->own, plan->own, req->pins[i]);
+    }
+    if (req->emulator_pin)
+        hwloc_bitmap_or(plan->own, plan->own, req->emulator_pin);
+    if (req->iothread_pin)
+        hwloc_bitmap_or(plan->own, plan->own, req->iothread_pin);
+}
+
+/* A pinned domain's memory is recorded on its single-pinned vCPUs' nodes, in proportion,
+ * as first touch puts it; with no single pin its node is not known and nothing is held. */
+static void
+pinnedMemory(const vpTopology *topo, vpPlan *plan, guint64 memory)
+{
+    unsigned n = 0, given = 0;
+
+    for (unsigned i = 0; i < plan->nvcpus; i++)
+        n += plan->vcpu_pu[i] >= 0;
+    for (unsigned i = 0; i < plan->nvcpus && memory; i++) {
+        int pu = plan->vcpu_pu[i] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[i]) : -1;
+        const vpGroup *node;
+
+        if (pu < 0)
+            continue;
+        node = vpTopologyGroup(topo, VP_LEVEL_NUMA, vpTopologyNodeOfPU(topo, pu));
+        if (!node->made_up)
+            vpPlanAddMemory(plan, node->os, memory / n + (given++ == 0 ? memory % n : 0));
+    }
+}
+
 static vpPlan *
 placePinned(const vpTopology *topo, const vpRequest *req)
 {
-    g_autoptr(vpPlan) plan = vpPlanNew(req->name, req->vcpus);
+    g_autoptr(vpPlan) plan = vpPlanNew(req->name, vpRequestPlanVcpus(req));
 
     vpPolicyCopy(&plan->policy, &req->policy);
     plan->group = g_strdup(req->policy.group);
     plan->how = VP_HOW_PINNED;
     plan->level = VP_LEVEL_HOST;
     plan->level_index = -1;
-    for (unsigned i = 0; i < req->vcpus; i++) {
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
         hwloc_const_bitmap_t pin = req->pins ? req->pins[i] : NULL;
 
-        if (pin && hwloc_bitmap_weight(pin) == 1 &&
+        if (vpRequestOnline(req, i) && pin && hwloc_bitmap_weight(pin) == 1 &&
             vpTopologyPUByOS(topo, hwloc_bitmap_first(pin)) >= 0)
             plan->vcpu_pu[i] = hwloc_bitmap_first(pin);
     }
     if (req->emulator_pin)
         hwloc_bitmap_copy(plan->emulator, req->emulator_pin);
+    holdOwnPins(plan, req);
+    pinnedMemory(topo, plan, req->memory);
+    plan->page_size = req->hugepage_size;
     return g_steal_pointer(&plan);
+}
+
+/*
+ * Constraints: the domain's NUMA statements and its <vcpu cpuset>, applied around the tier
+ * search above by masking the PUs a vCPU may take (ctx->ok). The domain is cut into parts:
+ * one per guest NUMA cell (each on one host node, distinct nodes first), one per node of an
+ * interleave nodeset (vCPUs spread evenly over it), else a single part placed by the
+ * policy's own locality. A part's memory must fit the node(s) that take it: the node's
+ * memory less the host reserve and what the ledger and the part's siblings hold (or the
+ * node's huge page pool of the domain's size). Nodes whose memory is unknown are no limit.
+ */
+typedef struct {
+    unsigned n;
+    unsigned *ids;         /* vCPU ids */
+    guint64 memory;        /* bytes */
+    hwloc_bitmap_t hard;   /* Linux node numbers the part must stay on, NULL: any */
+    hwloc_bitmap_t prefer; /* tried first, NULL: none */
+    bool one_node;
+    int cell; /* guest cell id, -1 */
+} vpPart;
+
+static void
+partClear(vpPart *part)
+{
+    g_free(part->ids);
+    g_clear_pointer(&part->hard, hwloc_bitmap_free);
+    g_clear_pointer(&part->prefer, hwloc_bitmap_free);
+}
+
+static bool
+hardMode(vpMemMode mode)
+{
+    return mode == VP_MEM_STRICT || mode == VP_MEM_RESTRICTIVE || mode == VP_MEM_INTERLEAVE;
+}
+
+/* Bytes still free for a domain of page size page on NUMA group g, G_MAXUINT64 when the
+ * node's memory is unknown. */
+static guint64
+nodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page)
+{
+    const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
+    guint64 held = (ctx->ledger ? vpLedgerNodeMemory(ctx->ledger, node->os, page) : 0) +
+                   vpPlanMemoryOn(plan, node->os);
+    guint64 total = 0;
+
+    if (!node->memory)
+        return G_MAXUINT64;
+    if (!page) {
+        guint64 reserve = vpTopologyNodeReserve(ctx->topo);
+
+        total = node->memory > reserve ? node->memory - reserve : 0;
+    }
+    for (unsigned i = 0; page && i < node->npools; i++) {
+        if (node->pools[i].size == page)
+            total = node->pools[i].size * node->pools[i].count;
+    }
+    return total > held ? total - held : 0;
+}
+
+static char *
+bytesText(guint64 bytes)
+{
+    return bytes == G_MAXUINT64 ? g_strdup("unknown") : vpMemoryFormat(bytes);
+}
+
+/* The mask for one part: usable PUs inside the cpuset, on allowed nodes (hard, then the
+ * given extra limits), whose node has need bytes free. The first try asks room for the
+ * whole part on each node; the last asks none, and the split is checked once known. */
+static bool *
+partMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
+         hwloc_const_bitmap_t only, hwloc_const_bitmap_t avoid, bool off_own)
+{
+    const vpTopology *topo = ctx->topo;
+    int npus = vpTopologyNPUs(topo);
+    int nnodes = vpTopologyNGroups(topo, VP_LEVEL_NUMA);
+    g_autofree bool *node_ok = g_new0(bool, nnodes);
+    bool *ok = g_new0(bool, npus);
+
+    for (int g = 0; g < nnodes; g++) {
+        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+        node_ok[g] =
+            (!part->hard || (!node->made_up && hwloc_bitmap_isset(part->hard, node->os))) &&
+            (!only || (!node->made_up && hwloc_bitmap_isset(only, node->os))) &&
+            (!avoid || node->made_up || !hwloc_bitmap_isset(avoid, node->os)) &&
+            nodeFree(ctx, plan, g, ctx->req->hugepage_size) >= need;
+    }
+    for (int pu = 0; pu < npus; pu++) {
+        const vpPU *p = vpTopologyPU(topo, pu);
+
+        ok[pu] = node_ok[vpTopologyNodeOfPU(topo, pu)] &&
+                 (!ctx->req->cpuset || hwloc_bitmap_isset(ctx->req->cpuset, p->os)) &&
+                 !(off_own && ctx->req->emulator_pin &&
+                   hwloc_bitmap_isset(ctx->req->emulator_pin, p->os)) &&
+                 !(off_own && ctx->req->iothread_pin &&
+                   hwloc_bitmap_isset(ctx->req->iothread_pin, p->os));
+    }
+    return ok;
+}
+
+static void
+ctxSetMask(vpCtx *ctx, const bool *ok)
+{
+    ctx->ok = ok;
+    for (int c = 0; c < ctx->ncores; c++) {
+        const vpCore *core = vpTopologyCore(ctx->topo, c);
+
+        ctx->nok[c] = 0;
+        for (int i = 0; i < core->npus; i++)
+            ctx->nok[c] += ctx->pufree[core->pus[i]] && (!ok || ok[core->pus[i]]);
+    }
+}
+
+/* What a placed part holds is no longer free for the next part; its cores count as the
+ * domain's own for spread's sibling tiers. */
+static void
+ctxHold(vpCtx *ctx, const vpPick *pick)
+{
+    for (int i = 0; i < pick->n + (int)pick->reserved->len; i++) {
+        int pu = i < pick->n ? pick->pus[i] : g_array_index(pick->reserved, int, i - pick->n);
+        int c = vpTopologyPU(ctx->topo, pu)->core;
+
+        if (!ctx->pufree[pu])
+            continue;
+        ctx->pufree[pu] = false;
+        ctx->nfree[c]--;
+        ctx->rel[c] = MAX(ctx->rel[c], REL_GROUP);
+    }
+}
+
+/* The search with the policy's own fallbacks (unmet=degrade), as for a whole domain. */
+static bool
+searchPart(vpCtx *ctx, vpPlan *plan, vpLocality locality, int n, vpChoice *choice)
+{
+    vpSmt smt = ctx->req->policy.smt;
+    bool degrade = ctx->req->policy.unmet == VP_UNMET_DEGRADE;
+    bool found = search(ctx, smt, locality, n, choice);
+
+    if (!found && locality != VP_LOCALITY_AUTO && degrade) {
+        found = search(ctx, smt, VP_LOCALITY_AUTO, n, choice);
+        if (found)
+            vpPlanDegrade(plan, "locality=%s relaxed to locality=auto: no single %s has room",
+                          vpLocalityName(locality), levelPhrase(localityLevel(locality)));
+    }
+    if (!found && (smt == VP_SMT_ISOLATE || smt == VP_SMT_PACK) && degrade) {
+        g_autofree char *why = refusalText(ctx, smt, locality, n);
+
+        found = search(ctx, VP_SMT_SPREAD, VP_LOCALITY_AUTO, n, choice);
+        if (found)
+            vpPlanDegrade(plan, "smt=%s relaxed to smt=spread: %s", vpSmtName(smt), why);
+    }
+    if (!found && smt == VP_SMT_SHARE && degrade && pickOvercommit(ctx, n, choice)) {
+        g_autoptr(vpBitmap) shared = hwloc_bitmap_alloc();
+        g_autofree char *list = NULL;
+
+        for (int i = 0; i < n; i++) {
+            if (!ctx->pufree[choice->pick.pus[i]])
+                hwloc_bitmap_set(shared, vpTopologyPU(ctx->topo, choice->pick.pus[i])->os);
+        }
+        list = vpCpuListFormat(shared);
+        plan->overcommit = true;
+        vpPlanDegrade(plan,
+                      "smt=share overcommitted: CPUs %s are time-shared with other smt=share "
+                      "domains (no free PU left)",
+                      list);
+        found = true;
+    }
+    return found;
+}
+
+/* "4 vCPUs with smt=isolate need 4 free whole cores on nodes 5; node 5 has 2": the figures
+ * per allowed node, and the free memory of each allowed node when memory was short. */
+static char *
+partRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
+{
+    vpSmt smt = ctx->req->policy.smt;
+    guint64 page = ctx->req->hugepage_size;
+    g_autoptr(GString) s = g_string_new(NULL);
+    g_autofree char *nodes = part->hard ? vpCpuListFormat(part->hard) : NULL;
+    const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
+                       : smt == VP_SMT_PACK  ? "free PUs on whole cores"
+                                             : "free PUs";
+    bool plain = !part->hard && !part->one_node && !ctx->req->cpuset;
+    bool short_memory = false;
+    const char *sep = "; ";
+
+    for (int g = 0; g < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); g++)
+        short_memory |= nodeFree(ctx, plan, g, page) < part->memory;
+    if (plain) {
+        g_autofree char *text = refusalText(ctx, smt, ctx->req->policy.locality, part->n);
+
+        g_string_append(s, text);
+    } else {
+        if (part->cell >= 0)
+            g_string_append_printf(s, "guest cell %d: ", part->cell);
+        g_string_append_printf(s, "%u vCPUs with smt=%s need %u %s", part->n, vpSmtName(smt),
+                               part->n, unit);
+        if (part->one_node)
+            g_string_append(s, " on one node");
+        if (nodes)
+            g_string_append_printf(s, " of nodes %s", nodes);
+        if (ctx->req->cpuset) {
+            g_autofree char *cpus = vpCpuListFormat(ctx->req->cpuset);
+
+            g_string_append_printf(s, " inside <vcpu cpuset='%s'>", cpus);
+        }
+    }
+    if (short_memory) {
+        g_autofree char *mem = vpMemoryFormat(part->memory);
+
+        g_string_append_printf(s, plain ? "; %s of %smemory is needed" : " and %s of %smemory", mem,
+                               page ? "huge page " : "");
+    }
+    for (int g = 0; g < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); g++) {
+        const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
+        g_autofree char *mem = bytesText(nodeFree(ctx, plan, g, page));
+
+        if (node->made_up || (part->hard && !hwloc_bitmap_isset(part->hard, node->os)))
+            continue;
+        if (plain && !short_memory)
+            break;
+        g_string_append_printf(s, "%snode %u has ", sep, node->os);
+        if (!plain)
+            g_string_append_printf(s, "%d", roomIn(ctx, node, smt));
+        if (short_memory)
+            g_string_append_printf(s, "%s%s free", plain ? "" : " and ", mem);
+        sep = ", ";
+    }
+    return g_string_free(g_steal_pointer(&s), FALSE);
+}
+
+/* Memory a placed part puts on each node: in proportion to its vCPUs there. */
+static gboolean
+partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pick, GError **error)
+{
+    int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
+    g_autofree int *count = g_new0(int, nnodes);
+    guint64 given = 0;
+    int first = -1;
+
+    if (!part->memory || !pick->n)
+        return TRUE;
+    for (int i = 0; i < pick->n; i++)
+        count[vpTopologyNodeOfPU(ctx->topo, pick->pus[i])]++;
+    for (int g = 0; g < nnodes; g++) {
+        guint64 share;
+
+        if (!count[g])
+            continue;
+        if (first < 0)
+            first = g;
+        share = part->memory / pick->n * count[g];
+        if (g == first)
+            share += part->memory % pick->n;
+        if (nodeFree(ctx, plan, g, ctx->req->hugepage_size) < share) {
+            const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
+            g_autofree char *want = vpMemoryFormat(share);
+            g_autofree char *have = bytesText(nodeFree(ctx, plan, g, ctx->req->hugepage_size));
+
+            g_autofree char *page = plan->page_size ? vpMemoryFormat(plan->page_size) : NULL;
+
+            if (page)
+                g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                            "domain '%s': its vCPUs on node %u need %s of %s huge pages there; "
+                            "node %u's %s pool has %s free",
+                            plan->domain, node->os, want, page, node->os, page, have);
+            else
+                g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                            "domain '%s': its vCPUs on node %u need %s of memory there; node %u "
+                            "has %s free",
+                            plan->domain, node->os, want, node->os, have);
+            return FALSE;
+        }
+        vpPlanAddMemory(plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g)->os, share);
+        given += share;
+    }
+    g_assert(given == part->memory);
+    return TRUE;
+}
+
+/* Tries one part under the masks that apply, strictest first: off the CPUs of the domain's
+ * own emulator and iothread pins (Nova often pins the emulator inside the vCPUs' cpuset, so
+ * only a preference), the preferred nodes, nodes no other part took (cells on distinct
+ * nodes), then any allowed node. */
+static bool
+placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t taken,
+          vpChoice *choice)
+{
+    vpLocality locality = ctx->req->policy.locality;
+    hwloc_const_bitmap_t only[] = {part->prefer, NULL};
+    hwloc_const_bitmap_t avoid[] = {taken, NULL};
+
+    if (part->one_node && locality != VP_LOCALITY_L3)
+        locality = VP_LOCALITY_NUMA;
+    for (int own = ctx->req->emulator_pin || ctx->req->iothread_pin ? 1 : 0; own >= 0; own--) {
+        for (gsize o = part->prefer ? 0 : 1; o < G_N_ELEMENTS(only); o++) {
+            for (gsize a = taken && part->one_node ? 0 : 1; a < G_N_ELEMENTS(avoid); a++) {
+                g_autofree bool *ok =
+                    partMask(ctx, plan, part, part->memory, only[o], avoid[a], own);
+                bool found;
+
+                ctxSetMask(ctx, ok);
+                found = search(ctx, ctx->req->policy.smt, locality, part->n, choice);
+                ctxSetMask(ctx, NULL);
+                if (found)
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+static gboolean
+placeParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GError **error)
+{
+    g_autoptr(vpBitmap) taken = hwloc_bitmap_alloc();
+    vpLocality locality = ctx->req->policy.locality;
+
+    for (guint p = 0; p < parts->len; p++) {
+        const vpPart *part = &g_array_index(parts, vpPart, p);
+        vpChoice choice = {0};
+        bool found;
+
+        if (!part->n)
+            continue;
+        pickInit(&choice.pick, part->n);
+        found = placePart(ctx, plan, part, taken, &choice);
+        if (!found) {
+            /* the policy's own fallbacks, still inside the hard limits and the memory */
+            g_autofree bool *ok = partMask(ctx, plan, part, 0, NULL, NULL, false);
+            ctxSetMask(ctx, ok);
+            found = searchPart(ctx, plan, part->one_node ? VP_LOCALITY_NUMA : locality, part->n,
+                               &choice);
+            if (!found) {
+                g_autofree char *why = partRefusal(ctx, plan, part);
+
+                g_set_error(error, VP_ERROR, VP_ERROR_REFUSED, "domain '%s': %s", plan->domain,
+                            why);
+            }
+            ctxSetMask(ctx, NULL);
+        }
+        if (found && !partMemory(ctx, plan, part, &choice.pick, error))
+            found = false;
+        if (!found) {
+            pickClear(&choice.pick);
+            return FALSE;
+        }
+        for (int i = 0; i < choice.pick.n; i++) {
+            int pu = choice.pick.pus[i];
+
+            plan->vcpu_pu[part->ids[i]] = vpTopologyPU(ctx->topo, pu)->os;
+            hwloc_bitmap_set(
+                taken,
+                vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, vpTopologyNodeOfPU(ctx->topo, pu))->os);
+            all->pick.pus[all->pick.n++] = pu;
+        }
+        for (guint i = 0; i < choice.pick.reserved->len; i++)
+            g_array_append_val(all->pick.reserved, g_array_index(choice.pick.reserved, int, i));
+        if (parts->len == 1) {
+            all->level = choice.level;
+            all->index = choice.index;
+        }
+        ctxHold(ctx, &choice.pick);
+        pickClear(&choice.pick);
+    }
+    return TRUE;
+}
+
+static void
+partAdd(GArray *parts, const unsigned *ids, unsigned n, guint64 memory, hwloc_const_bitmap_t hard,
+        hwloc_const_bitmap_t prefer, bool one_node, int cell)
+{
+    vpPart part = {.n = n, .memory = memory, .one_node = one_node, .cell = cell};
+
+    part.ids = g_memdup2(ids, sizeof(*ids) * n);
+    part.hard = hard ? hwloc_bitmap_dup(hard) : NULL;
+    part.prefer = prefer ? hwloc_bitmap_dup(prefer) : NULL;
+    g_array_append_val(parts, part);
+}
+
+/* Cuts the domain into parts (see "Constraints"). ids: the online vCPU ids, ascending. */
+static GArray *
+cutParts(const vpTopology *topo, const vpRequest *req, const unsigned *ids, unsigned n)
+{
+    GArray *parts = g_array_new(FALSE, TRUE, sizeof(vpPart));
+    hwloc_const_bitmap_t hard = hardMode(req->mem_mode) ? req->nodeset : NULL;
+    hwloc_const_bitmap_t prefer = req->mem_mode == VP_MEM_PREFERRED ? req->nodeset : NULL;
+    g_autofree unsigned *rest = g_new(unsigned, n);
+    g_autoptr(vpBitmap) incell = hwloc_bitmap_alloc();
+    unsigned nrest = 0;
+
+    g_array_set_clear_func(parts, (GDestroyNotify)partClear);
+    for (unsigned c = 0; c < req->ncells; c++) {
+        const vpCell *cell = &req->cells[c];
+        g_autofree unsigned *cids = g_new(unsigned, n);
+        unsigned k = 0;
+        bool chard = cell->mode != VP_MEM_NONE ? hardMode(cell->mode) : hard != NULL;
+        hwloc_const_bitmap_t cnodes = cell->mode != VP_MEM_NONE ? cell->nodeset : req->nodeset;
+
+        for (unsigned i = 0; i < n; i++) {
+            if (hwloc_bitmap_isset(cell->vcpus, ids[i]))
+                cids[k++] = ids[i];
+        }
+        hwloc_bitmap_or(incell, incell, cell->vcpus);
+        partAdd(parts, cids, k, k ? cell->memory : 0, chard ? cnodes : NULL,
+                !chard && cnodes ? cnodes : NULL, true, cell->id);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        if (!hwloc_bitmap_isset(incell, ids[i]))
+            rest[nrest++] = ids[i];
+    }
+    if (req->ncells) {
+        if (nrest)
+            partAdd(parts, rest, nrest, 0, hard, prefer, false, -1);
+        return parts;
+    }
+    if (req->mem_mode == VP_MEM_INTERLEAVE && req->nodeset) {
+        g_autoptr(vpBitmap) nodes = hwloc_bitmap_alloc();
+        unsigned k = 0, start = 0;
+        int os;
+
+        hwloc_bitmap_foreach_begin(os, req->nodeset)
+        {
+            if (vpTopologyNodeByOS(topo, os) >= 0)
+                hwloc_bitmap_set(nodes, os);
+        }
+        hwloc_bitmap_foreach_end();
+        k = hwloc_bitmap_weight(nodes);
+        if (k > 1) {
+            unsigned i = 0;
+
+            hwloc_bitmap_foreach_begin(os, nodes)
+            {
+                unsigned cnt = n / k + (i < n % k);
+                g_autoptr(vpBitmap) one = hwloc_bitmap_alloc();
+                guint64 mem = req->memory / k + (i == 0 ? req->memory % k : 0);
+
+                hwloc_bitmap_set(one, os);
+                partAdd(parts, ids + start, cnt, mem, one, NULL, true, -1);
+                start += cnt;
+                i++;
+            }
+            hwloc_bitmap_foreach_end();
+            return parts;
+        }
+    }
+    partAdd(parts, ids, n, req->memory, hard, prefer, req->placement_auto, -1);
+    return parts;
+}
+
+static gboolean
+checkNodeset(const vpTopology *topo, const vpRequest *req, hwloc_const_bitmap_t set, GError **error)
+{
+    g_autoptr(vpBitmap) missing = NULL;
+
+    if (!set)
+        return TRUE;
+    missing = hwloc_bitmap_dup(set);
+    hwloc_bitmap_andnot(missing, missing, vpTopologyNodeSet(topo));
+    if (!hwloc_bitmap_iszero(missing)) {
+        g_autofree char *bad = vpCpuListFormat(missing);
+        g_autofree char *have = vpCpuListFormat(vpTopologyNodeSet(topo));
+
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "domain '%s': <numatune> nodeset names nodes %s this host lacks (it has %s)",
+                    req->name, bad, have);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Refusals for what no placement could meet: nodes the host lacks, a cpuset of no usable
+ * CPU, more memory than the host has. */
+static gboolean
+checkConstraints(const vpTopology *topo, const vpRequest *req, GError **error)
+{
+    guint64 total = 0;
+    bool known = true;
+
+    if (!checkNodeset(topo, req, req->nodeset, error))
+        return FALSE;
+    for (unsigned c = 0; c < req->ncells; c++) {
+        if (!checkNodeset(topo, req, req->cells[c].nodeset, error))
+            return FALSE;
+    }
+    if (req->cpuset && !hwloc_bitmap_intersects(req->cpuset, vpTopologyUsableSet(topo))) {
+        g_autofree char *set = vpCpuListFormat(req->cpuset);
+        g_autofree char *usable = vpCpuListFormat(vpTopologyUsableSet(topo));
+
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "domain '%s': <vcpu cpuset='%s'> names no CPU this host may hand out (%s)",
+                    req->name, set, usable);
+        return FALSE;
+    }
+    for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
+        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+
+        known &= node->memory > 0 || node->made_up;
+        total += node->memory;
+    }
+    if (known && !req->hugepage_size && req->memory > total) {
+        g_autofree char *want = vpMemoryFormat(req->memory);
+        g_autofree char *have = vpMemoryFormat(total);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "domain '%s': <memory> %s is more than this host's %s", req->name, want, have);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* A real-time vCPU (<vcpusched> fifo or rr) would starve an emulator thread on its CPU:
+ * the emulator keeps to the domain's other CPUs, or gets a free one. */
+static gboolean
+emulatorOffRealtime(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
+{
+    g_autoptr(vpBitmap) rt = hwloc_bitmap_alloc();
+
+    if (!ctx->req->realtime || ctx->req->emulator_pin)
+        return TRUE;
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        if (plan->vcpu_pu[i] >= 0 && hwloc_bitmap_isset(ctx->req->realtime, i))
+            hwloc_bitmap_set(rt, plan->vcpu_pu[i]);
+    }
+    hwloc_bitmap_andnot(plan->emulator, plan->emulator, rt);
+    if (!hwloc_bitmap_iszero(plan->emulator))
+        return TRUE;
+    hwloc_bitmap_andnot(plan->reserved, plan->reserved, rt);
+    if (pickEmulatorPU(ctx, plan, choice))
+        return TRUE;
+    g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                "domain '%s': every vCPU is real-time (<vcpusched> fifo/rr) and no free PU is "
+                "left for the emulator",
+                plan->domain);
+    return FALSE;
+}
+
+/* One attempt with the given parts: the vCPUs, then the emulator inside the same limits. */
+static vpPlan *
+placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, const vpMove *moves,
+          unsigned nmoves, GArray *parts, GError **error)
+{
+    g_autoptr(vpPlan) plan = vpPlanNew(req->name, vpRequestPlanVcpus(req));
+    g_autofree bool *dom_ok = NULL;
+    vpCtx ctx;
+    vpChoice choice = {0};
+    gboolean ok = FALSE;
+
+    vpPolicyCopy(&plan->policy, &req->policy);
+    plan->group = g_strdup(req->policy.group);
+    plan->how = VP_HOW_PLACED;
+    plan->page_size = req->hugepage_size;
+    ctxInit(&ctx, topo, ledger, req, moves, nmoves);
+    pickInit(&choice.pick, req->vcpus);
+    choice.level = VP_LEVEL_HOST;
+    choice.index = -1;
+    if (!placeParts(&ctx, plan, parts, &choice, error))
+        goto out;
+
+    plan->level = choice.level;
+    plan->level_index = choice.level == VP_LEVEL_HOST ? -1 : choice.index;
+    for (guint i = 0; i < choice.pick.reserved->len; i++)
+        hwloc_bitmap_set(plan->reserved,
+                         vpTopologyPU(topo, g_array_index(choice.pick.reserved, int, i))->os);
+    if (req->policy.smt == VP_SMT_PACK && !plan->degraded && !req->online)
+        packTopology(plan, topo, req, &choice);
+    /* the emulator too stays inside the cpuset and the hard nodes */
+    if (req->cpuset || (hardMode(req->mem_mode) && req->nodeset)) {
+        vpPart whole = {.hard = hardMode(req->mem_mode) ? req->nodeset : NULL};
+
+        dom_ok = partMask(&ctx, plan, &whole, 0, NULL, NULL, false);
+        ctxSetMask(&ctx, dom_ok);
+    }
+    if (req->emulator_pin)
+        hwloc_bitmap_copy(plan->emulator, req->emulator_pin);
+    else if (!placeEmulator(&ctx, plan, &choice, error) ||
+             !emulatorOffRealtime(&ctx, plan, &choice, error))
+        goto out;
+    if (req->cpuset && !req->emulator_pin &&
+        !hwloc_bitmap_isincluded(plan->emulator, req->cpuset)) {
+        hwloc_bitmap_and(plan->emulator, plan->emulator, req->cpuset);
+        if (hwloc_bitmap_iszero(plan->emulator)) {
+            for (unsigned i = 0; i < plan->nvcpus; i++) {
+                if (plan->vcpu_pu[i] >= 0)
+                    hwloc_bitmap_set(plan->emulator, plan->vcpu_pu[i]);
+            }
+        }
+    }
+    holdOwnPins(plan, req);
+    ok = TRUE;
+
+out:
+    pickClear(&choice.pick);
+    ctxClear(&ctx);
+    return ok ? g_steal_pointer(&plan) : NULL;
+}
+
+/* A domain whose memory no single node holds, cut into k shares on k distinct nodes (what
+ * Nova's hw:numa_nodes asks of a large flavor): vCPUs and memory split evenly. */
+static GArray *
+splitByMemory(const vpRequest *req, const unsigned *ids, unsigned n, unsigned k)
+{
+    GArray *parts = g_array_new(FALSE, TRUE, sizeof(vpPart));
+    hwloc_const_bitmap_t hard = hardMode(req->mem_mode) ? req->nodeset : NULL;
+    hwloc_const_bitmap_t prefer = req->mem_mode == VP_MEM_PREFERRED ? req->nodeset : NULL;
+    unsigned start = 0;
+
+    g_array_set_clear_func(parts, (GDestroyNotify)partClear);
+    for (unsigned i = 0; i < k; i++) {
+        unsigned cnt = n / k + (i < n % k);
+
+        partAdd(parts, ids + start, cnt, req->memory / k + (i == 0 ? req->memory % k : 0), hard,
+                prefer, true, -1);
+        start += cnt;
+    }
+    return parts;
+}
+
+/* Only memory that no node could hold even when empty of others' memory is cut: a domain
+ * refused for CPUs, or asking locality=l3/numa, keeps its refusal. */
+static bool
+splittable(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, GArray *parts)
+{
+    const vpPart *only = parts->len == 1 ? &g_array_index(parts, vpPart, 0) : NULL;
+    vpLocality loc = req->policy.locality;
+
+    if (!only || only->one_node || !only->memory || req->vcpus < 2 ||
+        (loc != VP_LOCALITY_AUTO && loc != VP_LOCALITY_PACKAGE && loc != VP_LOCALITY_HOST))
+        return false;
+    for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
+        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+        guint64 held = ledger ? vpLedgerNodeMemory(ledger, node->os, req->hugepage_size) : 0;
+
+        if (!node->memory || node->memory >= only->memory + held + vpTopologyNodeReserve(topo))
+            return false;
+    }
+    return vpTopologyNGroups(topo, VP_LEVEL_NUMA) > 1;
 }
 
 vpPlan *
@@ -908,87 +1580,64 @@ vpPlan *
 vpPlaceAfter(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
              const vpMove *moves, unsigned nmoves, GError **error)
 {
-    g_autoptr(vpPlan) plan = NULL;
-    vpCtx ctx;
-    vpChoice choice = {0};
-    vpSmt smt = req->policy.smt;
-    vpLocality locality = req->policy.locality;
-    int n = (int)req->vcpus;
+    g_autoptr(GArray) parts = NULL;
+    g_autofree unsigned *ids = NULL;
+    g_autoptr(GError) first = NULL;
+    vpPlan *plan;
     int usable = hwloc_bitmap_weight(vpTopologyUsableSet(topo));
-    bool found;
+    unsigned k = 0, nplan;
 
     if (req->vcpus == 0 || req->vcpus > req->max_vcpus) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain '%s': vcpus=%u is not within 1..%u",
                     req->name, req->vcpus, req->max_vcpus);
         return NULL;
     }
-    if (req->has_pins)
-        return placePinned(topo, req);
-    if (n > usable) {
-        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
-                    "domain '%s': %d vCPUs exceed the %d PUs this host may hand out", req->name, n,
-                    usable);
+    if (!vpRequestIsQemu(req)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain '%s' is type='%s': vcpuplace places QEMU domains (type='kvm' or "
+                    "'qemu') only",
+                    req->name, req->type);
         return NULL;
     }
-
-    plan = vpPlanNew(req->name, req->vcpus);
-    vpPolicyCopy(&plan->policy, &req->policy);
-    plan->group = g_strdup(req->policy.group);
-    plan->how = VP_HOW_PLACED;
-
-    ctxInit(&ctx, topo, ledger, req, moves, nmoves);
-    pickInit(&choice.pick, n);
-    found = search(&ctx, smt, locality, n, &choice);
-    if (!found && locality != VP_LOCALITY_AUTO && req->policy.unmet == VP_UNMET_DEGRADE) {
-        found = search(&ctx, smt, VP_LOCALITY_AUTO, n, &choice);
-        if (found)
-            vpPlanDegrade(plan, "locality=%s relaxed to locality=auto: no single %s has room",
-                          vpLocalityName(locality), levelPhrase(localityLevel(locality)));
+    if (req->has_pins)
+        return placePinned(topo, req);
+    if ((int)req->vcpus > usable) {
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "domain '%s': %u vCPUs exceed the %d PUs this host may hand out", req->name,
+                    req->vcpus, usable);
+        return NULL;
     }
-    if (!found && (smt == VP_SMT_ISOLATE || smt == VP_SMT_PACK) &&
-        req->policy.unmet == VP_UNMET_DEGRADE) {
-        g_autofree char *why = refusalText(&ctx, smt, locality, n);
+    if (!checkConstraints(topo, req, error))
+        return NULL;
 
-        found = search(&ctx, VP_SMT_SPREAD, VP_LOCALITY_AUTO, n, &choice);
-        if (found)
-            vpPlanDegrade(plan, "smt=%s relaxed to smt=spread: %s", vpSmtName(smt), why);
+    nplan = vpRequestPlanVcpus(req);
+    ids = g_new(unsigned, nplan);
+    for (unsigned i = 0; i < nplan; i++) {
+        if (vpRequestOnline(req, i))
+            ids[k++] = i;
     }
-    if (!found && smt == VP_SMT_SHARE && req->policy.unmet == VP_UNMET_DEGRADE &&
-        pickOvercommit(&ctx, n, &choice)) {
-        g_autoptr(vpBitmap) shared = hwloc_bitmap_alloc();
-        g_autofree char *list = NULL;
-
-        for (int i = 0; i < n; i++) {
-            if (!ctx.pufree[choice.pick.pus[i]])
-                hwloc_bitmap_set(shared, vpTopologyPU(topo, choice.pick.pus[i])->os);
-        }
-        list = vpCpuListFormat(shared);
-        plan->overcommit = true;
-        vpPlanDegrade(plan,
-                      "smt=share overcommitted: CPUs %s are time-shared with other smt=share "
-                      "domains (no free PU left)",
-                      list);
-        found = true;
+    parts = cutParts(topo, req, ids, k);
+    if ((plan = placeWith(topo, ledger, req, moves, nmoves, parts, &first)) ||
+        !g_error_matches(first, VP_ERROR, VP_ERROR_REFUSED) ||
+        !splittable(topo, ledger, req, parts)) {
+        if (!plan)
+            g_propagate_error(error, g_steal_pointer(&first));
+        return plan;
     }
-    if (!found) {
-        g_autofree char *why = refusalText(&ctx, smt, locality, n);
+    unsigned most = MIN(k, (unsigned)vpTopologyNGroups(topo, VP_LEVEL_NUMA));
 
-        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED, "domain '%s': %s", req->name, why);
-        goto fail;
+    for (unsigned split = 2; split <= most; split++) {
+        g_autoptr(GArray) cut = splitByMemory(req, ids, k, split);
+
+        if ((plan = placeWith(topo, ledger, req, moves, nmoves, cut, NULL)))
+            return plan;
     }
+    {
+        g_autofree char *share = vpMemoryFormat(req->memory / most);
 
-    planSet(plan, topo, &choice);
-    if (smt == VP_SMT_PACK && !plan->degraded)
-        packTopology(plan, topo, req, &choice);
-    if (!placeEmulator(&ctx, plan, &choice, error))
-        goto fail;
-
-    pickClear(&choice.pick);
-    ctxClear(&ctx);
-    return g_steal_pointer(&plan);
-
-fail:
-    pickClear(&choice.pick);
-    ctxClear(&ctx);
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                    "%s; nor cut over up to %u nodes (%s and its vCPUs on each)", first->message,
+                    most, share);
+    }
     return NULL;
 }

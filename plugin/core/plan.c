@@ -5,6 +5,7 @@
  */
 #include "plan.h"
 #include "core/jsonkeys.h"
+#include "core/request.h"
 
 #include <limits.h>
 #include <string.h>
@@ -34,6 +35,7 @@ vpPlanNew(const char *domain, unsigned nvcpus)
         plan->vcpu_pu[i] = -1;
     plan->emulator = hwloc_bitmap_alloc();
     plan->reserved = hwloc_bitmap_alloc();
+    plan->own = hwloc_bitmap_alloc();
     plan->level = VP_LEVEL_HOST;
     plan->level_index = -1;
     return plan;
@@ -50,6 +52,8 @@ vpPlanFree(vpPlan *plan)
     g_free(plan->vcpu_pu);
     hwloc_bitmap_free(plan->emulator);
     hwloc_bitmap_free(plan->reserved);
+    hwloc_bitmap_free(plan->own);
+    g_free(plan->mem);
     g_free(plan->degraded_reason);
     for (unsigned i = 0; i < plan->nmoves; i++) {
         g_free(plan->moves[i].domain);
@@ -82,6 +86,10 @@ vpPlanCopy(const vpPlan *plan)
     for (unsigned i = 0; i < plan->nmoves; i++)
         vpPlanAddMove(copy, plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
                       plan->moves[i].to, plan->moves[i].reason);
+    hwloc_bitmap_copy(copy->own, plan->own);
+    copy->nmem = plan->nmem;
+    copy->mem = g_memdup2(plan->mem, sizeof(*plan->mem) * plan->nmem);
+    copy->page_size = plan->page_size;
     return copy;
 }
 
@@ -98,6 +106,14 @@ vpPlanMemoryNodes(const vpPlan *plan, const vpTopology *topo)
 {
     hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
 
+    /* Where the domain's memory is held; a plan without memory figures (a ledger of an
+     * earlier version, memory unknown) has its memory where its vCPUs are. */
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        if (plan->mem[i].bytes)
+            hwloc_bitmap_set(nodes, plan->mem[i].node);
+    }
+    if (!hwloc_bitmap_iszero(nodes))
+        return nodes;
     for (unsigned i = 0; i < plan->nvcpus; i++) {
         int pu = plan->vcpu_pu[i] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[i]) : -1;
         int core = pu >= 0 ? vpTopologyPU(topo, pu)->core : -1;
@@ -110,6 +126,33 @@ vpPlanMemoryNodes(const vpPlan *plan, const vpTopology *topo)
         }
     }
     return nodes;
+}
+
+void
+vpPlanAddMemory(vpPlan *plan, unsigned node, guint64 bytes)
+{
+    unsigned i;
+
+    for (i = 0; i < plan->nmem && plan->mem[i].node < node; i++)
+        ;
+    if (i < plan->nmem && plan->mem[i].node == node) {
+        plan->mem[i].bytes += bytes;
+        return;
+    }
+    plan->mem = g_renew(vpNodeMemory, plan->mem, plan->nmem + 1);
+    memmove(&plan->mem[i + 1], &plan->mem[i], sizeof(*plan->mem) * (plan->nmem - i));
+    plan->mem[i] = (vpNodeMemory){node, bytes};
+    plan->nmem++;
+}
+
+guint64
+vpPlanMemoryOn(const vpPlan *plan, unsigned node)
+{
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        if (plan->mem[i].node == node)
+            return plan->mem[i].bytes;
+    }
+    return 0;
 }
 
 const char *
@@ -140,11 +183,13 @@ vpPlanFormatSet(hwloc_const_bitmap_t set)
     return vpCpuListFormat(set);
 }
 
-/* Topology coordinates of Linux CPU os: core, then group per level; -1 where unknown. */
+/* Topology coordinates of Linux CPU os: core, then group per level (the NUMA node by its
+ * Linux number, as nodesets and numactl name it); -1 where unknown. */
 static void
 vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa, int *package)
 {
     const vpCore *c = NULL;
+    const vpGroup *g;
     int pu;
 
     *core = *l3 = *numa = *package = -1;
@@ -156,7 +201,8 @@ vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa, int 
     *core = vpTopologyPU(topo, pu)->core;
     c = vpTopologyCore(topo, *core);
     *l3 = c->group[VP_LEVEL_L3];
-    *numa = c->group[VP_LEVEL_NUMA];
+    g = vpTopologyGroup(topo, VP_LEVEL_NUMA, c->group[VP_LEVEL_NUMA]);
+    *numa = g->made_up ? -1 : (int)g->os;
     *package = c->group[VP_LEVEL_PACKAGE];
 }
 
@@ -242,7 +288,30 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
 
     json_builder_set_member_name(b, "topology_mismatch");
     json_builder_add_boolean_value(b, plan->topology_mismatch);
-    /* written only when set, so plans without it keep their golden form */
+    /* written only when set, so plans without them keep their golden form */
+    if (!hwloc_bitmap_iszero(plan->own)) {
+        g_autofree char *own = vpPlanFormatSet(plan->own);
+
+        json_builder_set_member_name(b, "own");
+        json_builder_add_string_value(b, own);
+    }
+    if (plan->nmem) {
+        json_builder_set_member_name(b, "memory");
+        json_builder_begin_array(b);
+        for (i = 0; i < plan->nmem; i++) {
+            json_builder_begin_object(b);
+            json_builder_set_member_name(b, "numa");
+            json_builder_add_int_value(b, plan->mem[i].node);
+            json_builder_set_member_name(b, "bytes");
+            json_builder_add_int_value(b, (gint64)plan->mem[i].bytes);
+            json_builder_end_object(b);
+        }
+        json_builder_end_array(b);
+    }
+    if (plan->page_size) {
+        json_builder_set_member_name(b, "page_size");
+        json_builder_add_int_value(b, (gint64)plan->page_size);
+    }
     if (plan->overcommit) {
         json_builder_set_member_name(b, "overcommit");
         json_builder_add_boolean_value(b, TRUE);
@@ -567,6 +636,71 @@ vpPlanReadMoves(JsonObject *obj, vpPlan *plan, GError **error)
     return TRUE;
 }
 
+/* A byte count up to 2^62 (no machine has more memory; bounds the sums). */
+#define VP_PLAN_MAX_BYTES ((gint64)1 << 62)
+
+static gboolean
+vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    static const char *const keys[] = {"numa", "bytes", NULL};
+    JsonNode *node = json_object_get_member(obj, "memory");
+    JsonArray *arr;
+
+    if (!JSON_NODE_HOLDS_ARRAY(node)) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "memory=%s is not an array", shown);
+        return FALSE;
+    }
+    arr = json_node_get_array(node);
+    for (guint i = 0; i < json_array_get_length(arr); i++) {
+        JsonNode *e = json_array_get_element(arr, i);
+        g_autofree char *path = g_strdup_printf("memory[%u].", i);
+        JsonObject *eobj;
+        gint64 numa, bytes;
+
+        if (!JSON_NODE_HOLDS_OBJECT(e)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "memory[%u] is not an object", i);
+            return FALSE;
+        }
+        eobj = json_node_get_object(e);
+        if (!vpJsonCheckKeys(eobj, path, keys, error) ||
+            !vpPlanGetInt(eobj, path, "numa", 0, VP_PLAN_MAX_CPU, &numa, error) ||
+            !vpPlanGetInt(eobj, path, "bytes", 0, VP_PLAN_MAX_BYTES, &bytes, error))
+            return FALSE;
+        if (vpPlanMemoryOn(plan, numa)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "memory names node %" G_GINT64_FORMAT " twice", numa);
+            return FALSE;
+        }
+        vpPlanAddMemory(plan, numa, bytes);
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    gint64 v;
+
+    if (json_object_has_member(obj, "own")) {
+        hwloc_bitmap_t set = vpPlanGetSet(obj, "own", error);
+
+        if (!set)
+            return FALSE;
+        hwloc_bitmap_free(plan->own);
+        plan->own = set;
+    }
+    if (json_object_has_member(obj, "memory") && !vpPlanReadMemory(obj, plan, error))
+        return FALSE;
+    if (json_object_has_member(obj, "page_size")) {
+        if (!vpPlanGetInt(obj, "", "page_size", 0, VP_PLAN_MAX_BYTES, &v, error))
+            return FALSE;
+        plan->page_size = v;
+    }
+    return TRUE;
+}
+
 /* Reads everything but the domain name, into *plan which it allocates. */
 static gboolean
 vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
@@ -583,6 +717,9 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
                                        "guest_topology",
                                        "topology_mismatch",
                                        "overcommit",
+                                       "own",
+                                       "memory",
+                                       "page_size",
                                        "degraded",
                                        "degraded_reason",
                                        "moves",
@@ -665,6 +802,8 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
         }
         (*plan)->overcommit = overcommit;
     }
+    if (!vpPlanReadOwnAndMemory(obj, *plan, error))
+        return FALSE;
     if (!vpPlanGetString(obj, "", "degraded_reason", TRUE, &reason, error))
         return FALSE;
     if (degraded != (reason != NULL)) {
@@ -743,6 +882,18 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
     g_string_append_printf(s, "  emulator: %s\n", *emulator ? emulator : "(not pinned)");
     if (*reserved)
         g_string_append_printf(s, "  reserved idle: %s\n", reserved);
+    if (!hwloc_bitmap_iszero(plan->own)) {
+        g_autofree char *own = vpPlanFormatSet(plan->own);
+
+        g_string_append_printf(s, "  held for its own pins: %s\n", own);
+    }
+    for (i = 0; i < plan->nmem; i++) {
+        g_autofree char *bytes = vpMemoryFormat(plan->mem[i].bytes);
+        g_autofree char *page = plan->page_size ? vpMemoryFormat(plan->page_size) : NULL;
+
+        g_string_append_printf(s, "  memory: %s on numa %u%s%s\n", bytes, plan->mem[i].node,
+                               page ? " in huge pages of " : "", page ? page : "");
+    }
     if (plan->guest_threads)
         g_string_append_printf(s, "  guest topology: sockets=%u cores=%u threads=%u%s\n",
                                plan->guest_sockets, plan->guest_cores, plan->guest_threads,

@@ -26,6 +26,11 @@ typedef struct {
     unsigned to;
     char *reason; /* the trigger, the figures behind it and why this target */
 } vpMove;
+/* Memory a domain holds on one host node. */
+typedef struct {
+    unsigned node; /* Linux node number */
+    guint64 bytes;
+} vpNodeMemory;
 
 typedef struct {
     char *domain;
@@ -49,6 +54,14 @@ typedef struct {
     /* moves of running vCPUs that make room for this plan; none for most plans */
     unsigned nmoves;
     vpMove *moves;
+    /* CPUs the domain's own multi-CPU <vcpupin>, <emulatorpin> and <iothreadpin> name: held
+     * for it (others avoid them), though its threads float over them. */
+    hwloc_bitmap_t own;
+    /* Memory by host node, ascending node numbers; page_size the huge pages backing it
+     * (0: base pages, taken from the node's memory). */
+    unsigned nmem;
+    vpNodeMemory *mem;
+    guint64 page_size;
 } vpPlan;
 
 vpPlan *vpPlanNew(const char *domain, unsigned nvcpus);
@@ -58,7 +71,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpPlan, vpPlanFree)
 vpPlan *vpPlanCopy(const vpPlan *plan);
 
 const char *vpHowName(vpHow how);
-/* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator. */
+/* Adds bytes to the plan's holding on Linux node `node`. */
+void vpPlanAddMemory(vpPlan *plan, unsigned node, guint64 bytes);
+/* Bytes the plan holds on Linux node `node`. */
+guint64 vpPlanMemoryOn(const vpPlan *plan, unsigned node);
+/* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator
+ * (the domain's own pins, plan->own, are held apart: other domains' own pins may name them
+ * too). */
 hwloc_bitmap_t vpPlanHeld(const vpPlan *plan);
 
 /* Appends a move (the strings are copied). */

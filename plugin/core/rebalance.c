@@ -436,6 +436,17 @@ inScope(const Ctx *ctx, const Scope *s, int c)
     return core->group[VP_LEVEL_NUMA] == s->numa && core->group[s->level] == s->index;
 }
 
+/* A vCPU never moves off the nodes that hold its domain's memory (plans without memory
+ * recorded hold none, and any node of the scope will do). */
+static bool
+onMemoryNode(const Ctx *ctx, const vpPlan *plan, int c)
+{
+    const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA,
+                                          vpTopologyCore(ctx->topo, c)->group[VP_LEVEL_NUMA]);
+
+    return plan->nmem == 0 || (!node->made_up && vpPlanMemoryOn(plan, node->os) > 0);
+}
+
 /* Best whole idle core in scope for decision d (same shape as the source core for pack). */
 static bool
 pickWhole(const Ctx *ctx, const Scope *s, const vpPlan *plan, const History *h, Decision *d,
@@ -455,7 +466,7 @@ pickWhole(const Ctx *ctx, const Scope *s, const vpPlan *plan, const History *h, 
         double busy;
 
         if (c == src || !inScope(ctx, s, c) || (skip && inScope(ctx, skip, c)) ||
-            !coreWholeIdle(ctx, c, d))
+            !onMemoryNode(ctx, plan, c) || !coreWholeIdle(ctx, c, d))
             continue;
         if (plan->policy.smt == VP_SMT_PACK) {
             /* guest thread k of the core stays on the k-th sibling */
@@ -506,7 +517,7 @@ pickSibling(const Ctx *ctx, const Scope *s, const vpPlan *plan, const History *h
         int c = g->cores[i];
         const vpCore *core = vpTopologyCore(ctx->topo, c);
 
-        if (!inScope(ctx, s, c) || (skip && inScope(ctx, skip, c)))
+        if (!inScope(ctx, s, c) || (skip && inScope(ctx, skip, c)) || !onMemoryNode(ctx, plan, c))
             continue;
         for (int k = 0; k < core->npus; k++) {
             int pu = core->pus[k];

@@ -15,9 +15,20 @@ typedef struct {
     bool allowed;
 } vpRawPU;
 
+typedef struct {
+    int key; /* the builder's NUMA key */
+    unsigned os;
+    guint64 memory;
+    unsigned npools;
+    vpPagePool *pools;
+} vpRawNode;
+
 struct _vpTopology {
     char *source;
-    GArray *raw; /* vpRawPU, builder input */
+    GArray *raw;   /* vpRawPU, builder input */
+    GArray *nodes; /* vpRawNode, builder input */
+    hwloc_bitmap_t nodeset;
+    guint64 node_reserve;
     hwloc_bitmap_t offline;
     long long bad_os; /* the first CPU number past VP_TOPOLOGY_MAX_CPUS added, or -1 */
     bool final;
@@ -121,6 +132,9 @@ vpTopologyNew(void)
     vpTopology *topo = g_new0(vpTopology, 1);
 
     topo->raw = g_array_new(FALSE, TRUE, sizeof(vpRawPU));
+    topo->nodes = g_array_new(FALSE, TRUE, sizeof(vpRawNode));
+    topo->nodeset = hwloc_bitmap_alloc();
+    topo->node_reserve = VP_DEFAULT_NODE_RESERVE;
     topo->offline = hwloc_bitmap_alloc();
     topo->bad_os = -1;
     topo->pus = g_array_new(FALSE, TRUE, sizeof(vpPU));
@@ -140,10 +154,16 @@ vpTopologyFree(vpTopology *topo)
     for (guint i = 0; i < topo->cores->len; i++)
         g_free(g_array_index(topo->cores, vpCore, i).pus);
     for (int l = 0; l < VP_LEVEL_LAST; l++) {
-        for (guint i = 0; i < topo->groups[l]->len; i++)
+        for (guint i = 0; i < topo->groups[l]->len; i++) {
             g_free(g_array_index(topo->groups[l], vpGroup, i).cores);
+            g_free(g_array_index(topo->groups[l], vpGroup, i).pools);
+        }
         g_array_free(topo->groups[l], TRUE);
     }
+    for (guint i = 0; i < topo->nodes->len; i++)
+        g_free(g_array_index(topo->nodes, vpRawNode, i).pools);
+    g_array_free(topo->nodes, TRUE);
+    hwloc_bitmap_free(topo->nodeset);
     g_array_free(topo->raw, TRUE);
     g_array_free(topo->pus, TRUE);
     g_array_free(topo->cores, TRUE);
@@ -196,6 +216,28 @@ vpTopologyAddPU(vpTopology *topo, unsigned os, int package, int numa, int l3, in
     raw.key[VP_LEVEL_PACKAGE] = package;
     raw.key[VP_LEVEL_HOST] = 0;
     g_array_append_val(topo->raw, raw);
+}
+
+static int
+poolCompare(gconstpointer a, gconstpointer b)
+{
+    const vpPagePool *x = a, *y = b;
+
+    return x->size < y->size ? -1 : x->size > y->size;
+}
+
+void
+vpTopologySetNode(vpTopology *topo, int numa, unsigned os, guint64 memory, const vpPagePool *pools,
+                  unsigned npools)
+{
+    vpRawNode node = {.key = numa, .os = os, .memory = memory, .npools = npools};
+
+    g_return_if_fail(!topo->final);
+    node.pools = g_memdup2(pools, sizeof(*pools) * npools);
+    if (npools)
+        qsort(node.pools, npools, sizeof(*pools), poolCompare);
+    g_array_append_val(topo->nodes, node);
+    hwloc_bitmap_set(topo->nodeset, os);
 }
 
 void
@@ -256,6 +298,25 @@ rawCompareByCoreFirstOS(gconstpointer a, gconstpointer b, gpointer data)
     return x->os < y->os ? -1 : x->os > y->os;
 }
 
+/* A node without a description is numbered by its key, and its memory is unknown. */
+static void
+describeNode(vpTopology *topo, int key, vpGroup *g)
+{
+    for (guint i = 0; i < topo->nodes->len; i++) {
+        vpRawNode *n = &g_array_index(topo->nodes, vpRawNode, i);
+
+        if (n->key != key)
+            continue;
+        g->os = n->os;
+        g->memory = n->memory;
+        g->npools = n->npools;
+        g->pools = g_memdup2(n->pools, sizeof(*n->pools) * n->npools);
+        return;
+    }
+    if (!g->made_up)
+        hwloc_bitmap_set(topo->nodeset, g->os);
+}
+
 static gboolean
 buildCores(vpTopology *topo, GError **error)
 {
@@ -310,7 +371,11 @@ buildCores(vpTopology *topo, GError **error)
                 gpointer idx;
 
                 if (!g_hash_table_lookup_extended(group_idx, &key, NULL, &idx)) {
-                    vpGroup g = {.level = l, .os = (unsigned)MAX(r->key[l], 0)};
+                    vpGroup g = {
+                        .level = l, .os = (unsigned)MAX(r->key[l], 0), .made_up = r->key[l] < 0};
+
+                    if (l == VP_LEVEL_NUMA)
+                        describeNode(topo, r->key[l], &g);
 
                     idx = GINT_TO_POINTER(topo->groups[l]->len);
                     g_hash_table_insert(group_idx, g_memdup2(&key, sizeof(key)), idx);
@@ -494,6 +559,53 @@ hwloc_const_bitmap_t
 vpTopologyOffline(const vpTopology *topo)
 {
     return topo->offline;
+}
+
+int
+vpTopologyNodeByOS(const vpTopology *topo, unsigned os)
+{
+    for (guint i = 0; i < topo->groups[VP_LEVEL_NUMA]->len; i++) {
+        const vpGroup *g = &g_array_index(topo->groups[VP_LEVEL_NUMA], vpGroup, i);
+
+        if (!g->made_up && g->os == os)
+            return i;
+    }
+    return -1;
+}
+
+hwloc_const_bitmap_t
+vpTopologyNodeSet(const vpTopology *topo)
+{
+    return topo->nodeset;
+}
+
+void
+vpTopologySetUnknownMemory(vpTopology *topo, guint64 memory)
+{
+    for (guint i = 0; i < topo->groups[VP_LEVEL_NUMA]->len; i++) {
+        vpGroup *g = &g_array_index(topo->groups[VP_LEVEL_NUMA], vpGroup, i);
+
+        if (!g->memory)
+            g->memory = memory;
+    }
+}
+
+void
+vpTopologySetNodeReserve(vpTopology *topo, guint64 bytes)
+{
+    topo->node_reserve = bytes;
+}
+
+guint64
+vpTopologyNodeReserve(const vpTopology *topo)
+{
+    return topo->node_reserve;
+}
+
+int
+vpTopologyNodeOfPU(const vpTopology *topo, int pu)
+{
+    return vpTopologyCore(topo, vpTopologyPU(topo, pu)->core)->group[VP_LEVEL_NUMA];
 }
 
 int

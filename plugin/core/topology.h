@@ -43,12 +43,26 @@ typedef struct {
     int group[VP_LEVEL_LAST]; /* index of the enclosing group per level; [VP_LEVEL_CORE] = self */
 } vpCore;
 
+/* A huge page pool of one node: pages of size bytes, count of them in the pool. */
+typedef struct {
+    guint64 size;
+    guint64 count;
+} vpPagePool;
+
 typedef struct {
     vpLevel level;
-    unsigned os; /* os index (NUMA node number, package id, L3 id) */
+    unsigned os; /* os index (Linux NUMA node number, package id, L3 id) */
     int ncores;
     int *cores; /* ascending */
     int npus;   /* usable PUs (see vpPU.usable) */
+    /* NUMA nodes only: local memory in bytes (0 = unknown, then never a limit), and the huge
+     * page pools by size, ascending. */
+    guint64 memory;
+    unsigned npools;
+    vpPagePool *pools;
+    /* The machine has no such object above these cores (CPUs without a NUMA node, as when a
+     * node's memory is offline): the model made one up, os means nothing. */
+    bool made_up;
 } vpGroup;
 
 typedef struct _vpTopology vpTopology;
@@ -66,6 +80,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpTopology, vpTopologyFree)
  * level, one per group of the next level up). core is unique machine-wide. */
 void vpTopologyAddPU(vpTopology *topo, unsigned os, int package, int numa, int l3, int cluster,
                      int core, bool allowed);
+/* Describes the NUMA node the builder called numa (same key as vpTopologyAddPU): its Linux
+ * node number, local memory in bytes (0 when unknown) and huge page pools. Nodes without
+ * CPUs (memory-side HBM, CXL, NVDIMM) may be described too: nodesets may name them. Without
+ * a description a node's number is its key and its memory unknown. */
+void vpTopologySetNode(vpTopology *topo, int numa, unsigned os, guint64 memory,
+                       const vpPagePool *pools, unsigned npools);
 /* A CPU the machine has but that is offline: shown, never handed out, not in any core. */
 void vpTopologyAddOffline(vpTopology *topo, unsigned os);
 /* Restricts handing out to host \ housekeeping (either may be NULL: all / none) and
@@ -94,6 +114,21 @@ hwloc_const_bitmap_t vpTopologyHousekeeping(const vpTopology *topo);
 hwloc_const_bitmap_t vpTopologyOffline(const vpTopology *topo);
 /* Usable PUs of a core (all of them usable: a "whole" core). */
 int vpTopologyCoreUsable(const vpTopology *topo, int core);
+
+/* Index of the NUMA group with Linux node number os, or -1 (also for CPU-less nodes). */
+int vpTopologyNodeByOS(const vpTopology *topo, unsigned os);
+/* Every Linux node number the machine has, CPU-less nodes included. */
+hwloc_const_bitmap_t vpTopologyNodeSet(const vpTopology *topo);
+/* Gives memory (bytes) to every node whose memory is unknown: hwloc exports without
+ * local_memory, completed by the operator. Allowed after finalize. */
+void vpTopologySetUnknownMemory(vpTopology *topo, guint64 memory);
+/* Memory kept for the host on every node (bytes), out of what domains may hold there.
+ * VP_DEFAULT_NODE_RESERVE until set. */
+#define VP_DEFAULT_NODE_RESERVE (512ULL << 20)
+void vpTopologySetNodeReserve(vpTopology *topo, guint64 bytes);
+guint64 vpTopologyNodeReserve(const vpTopology *topo);
+/* NUMA group index of a logical PU. */
+int vpTopologyNodeOfPU(const vpTopology *topo, int pu);
 
 /* Parses a Linux CPU list ("0-3,8,10-11"); an error names field and value. */
 hwloc_bitmap_t vpCpuListParse(const char *field, const char *list, GError **error);

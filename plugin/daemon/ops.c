@@ -117,6 +117,11 @@ getDomainXML(vpDaemon *d, JsonObject *req, const char **name, const char **xml, 
         *reply = ignored();
         return FALSE;
     }
+    if (!vpDomXMLIsQemu(*xml, strlen(*xml))) {
+        vpLogDomain(G_LOG_LEVEL_INFO, *name, "not a QEMU domain: left alone");
+        *reply = ignored();
+        return FALSE;
+    }
     return TRUE;
 }
 

@@ -52,6 +52,33 @@ coreIndex(hwloc_topology_t hw, hwloc_obj_t pu)
     return core ? (int)core->logical_index : (int)(0x40000000u + pu->logical_index);
 }
 
+/* hwloc's Linux backend lists the base pages first; anything up to 64 KiB is a base page
+ * size (4 KiB x86, 64 KiB POWER and some arm64), not a huge page pool. */
+#define VP_BASE_PAGE_MAX (64 * 1024)
+
+/* memory_known FALSE: hwloc's synthetic backend gives every node a made-up size unless the
+ * description says (memory=64GB); that size is no fact about any machine. */
+static void
+describeNodes(hwloc_topology_t hw, vpTopology *topo, gboolean memory_known)
+{
+    hwloc_obj_t node = NULL;
+
+    while ((node = hwloc_get_next_obj_by_type(hw, HWLOC_OBJ_NUMANODE, node))) {
+        const struct hwloc_numanode_attr_s *a = &node->attr->numanode;
+        g_autofree vpPagePool *pools = g_new0(vpPagePool, a->page_types_len + 1);
+        unsigned npools = 0;
+
+        for (unsigned i = 0; i < a->page_types_len; i++) {
+            if (a->page_types[i].size <= VP_BASE_PAGE_MAX)
+                continue;
+            pools[npools].size = a->page_types[i].size;
+            pools[npools++].count = a->page_types[i].count;
+        }
+        vpTopologySetNode(topo, (int)node->logical_index, node->os_index,
+                          memory_known ? a->local_memory : 0, pools, npools);
+    }
+}
+
 static gboolean
 loadHwloc(hwloc_topology_t hw, const char *source, GError **error)
 {
@@ -121,6 +148,8 @@ vpHwtopoLoad(const char *source, hwloc_const_bitmap_t host, hwloc_const_bitmap_t
             vpTopologyAddOffline(topo, os);
     }
     hwloc_bitmap_foreach_end();
+    describeNodes(hw, topo,
+                  !g_str_has_prefix(source, "synthetic:") || strstr(source, "memory=") != NULL);
     hwloc_topology_destroy(hw);
 
     vpTopologySetSource(topo, source);

@@ -344,20 +344,21 @@ vpDomXMLCpusetNumber(const char **p, unsigned *out)
 }
 
 static hwloc_bitmap_t
-vpDomXMLBadCpuset(const char *where, const char *text, GError **error)
+vpDomXMLBadSet(const char *where, const char *attr, const char *noun, const char *text,
+               GError **error)
 {
     g_autofree char *shown = vpDomXMLShow(text);
 
     g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                "domain XML: %s cpuset='%s' is not a CPU set of 0..%d (e.g. 0-7,^3)", where, shown,
-                VP_DOMXML_MAX_CPU);
+                "domain XML: %s %s='%s' is not a %s set of 0..%d (e.g. 0-7,^3)", where, attr, shown,
+                noun, VP_DOMXML_MAX_CPU);
     return NULL;
 }
 
 /* libvirt's cpuset syntax: "N", "N-M" and "^N" items, comma separated, applied in order,
  * blanks allowed around items ("0-7,^3" is 0-2,4-7). The result must not be empty. */
 static hwloc_bitmap_t
-vpDomXMLCpuset(const char *where, const char *text, GError **error)
+vpDomXMLSet(const char *where, const char *attr, const char *noun, const char *text, GError **error)
 {
     g_autoptr(vpBitmap) set = hwloc_bitmap_alloc();
     const char *p = text;
@@ -405,14 +406,20 @@ vpDomXMLCpuset(const char *where, const char *text, GError **error)
     if (hwloc_bitmap_iszero(set)) {
         g_autofree char *shown = vpDomXMLShow(text);
 
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain XML: %s cpuset='%s' selects no CPU",
-                    where, shown);
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain XML: %s %s='%s' selects no %s",
+                    where, attr, shown, noun);
         return NULL;
     }
     return g_steal_pointer(&set);
 
 bad:
-    return vpDomXMLBadCpuset(where, text, error);
+    return vpDomXMLBadSet(where, attr, noun, text, error);
+}
+
+static hwloc_bitmap_t
+vpDomXMLCpuset(const char *where, const char *text, GError **error)
+{
+    return vpDomXMLSet(where, "cpuset", "CPU", text, error);
 }
 
 /* What libvirt lets a domain be called, and what our ledger and messages can carry. */
@@ -489,16 +496,17 @@ vpDomXMLParseUUID(xmlNodePtr root, vpRequest *req, GError **error)
     return TRUE;
 }
 
-/* <vcpu placement= cpuset= current=>N</vcpu>; *cpuset gets the default pin set, if any. */
+/* <vcpu placement= cpuset= current=>N</vcpu>; *cpuset gets the set to place inside, if any. */
 static gboolean
 vpDomXMLParseVcpu(xmlNodePtr root, unsigned *max, unsigned *current, hwloc_bitmap_t *cpuset,
-                  GError **error)
+                  bool *placement_auto, GError **error)
 {
     g_autofree char *placement = NULL;
     g_autofree char *mask = NULL;
     xmlNodePtr node;
 
     *max = *current = 1;
+    *placement_auto = false;
     if (!vpDomXMLChild(root, "vcpu", &node, error))
         return FALSE;
     if (!node)
@@ -516,6 +524,7 @@ vpDomXMLParseVcpu(xmlNodePtr root, unsigned *max, unsigned *current, hwloc_bitma
                     "domain XML: <vcpu placement='%s'> is not one of static, auto", shown);
         return FALSE;
     }
+    *placement_auto = g_strcmp0(placement, "auto") == 0;
     mask = vpDomXMLAttr(node, "cpuset");
     if (mask && !(*cpuset = vpDomXMLCpuset("<vcpu>", mask, error)))
         return FALSE;
@@ -564,6 +573,83 @@ vpDomXMLParseTopology(xmlNodePtr root, vpRequest *req, GError **error)
     return TRUE;
 }
 
+/* <vcpusched vcpus='0-1' scheduler='fifo' priority='1'>: fifo and rr vCPUs are real-time,
+ * and an emulator sharing their CPU would starve behind them. */
+static gboolean
+vpDomXMLParseVcpusched(xmlNodePtr node, vpRequest *req, GError **error)
+{
+    static const char *const scheds[] = {"batch", "idle", "fifo", "rr", "other"};
+    g_autofree char *sched = vpDomXMLAttr(node, "scheduler");
+    g_autofree char *ids = vpDomXMLAttr(node, "vcpus");
+    g_autoptr(vpBitmap) set = NULL;
+    bool known = false;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(scheds); i++)
+        known |= g_strcmp0(sched, scheds[i]) == 0;
+    if (!known) {
+        g_autofree char *shown = vpDomXMLShow(sched ? sched : "");
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <vcpusched scheduler='%s'> is not one of batch, idle, fifo, rr, "
+                    "other",
+                    shown);
+        return FALSE;
+    }
+    if (!ids) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <vcpusched> lacks the vcpus attribute");
+        return FALSE;
+    }
+    if (!(set = vpDomXMLSet("<vcpusched>", "vcpus", "vCPU", ids, error)))
+        return FALSE;
+    if (hwloc_bitmap_last(set) >= (int)req->max_vcpus) {
+        g_autofree char *shown = vpDomXMLShow(ids);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <vcpusched vcpus='%s'> names vCPUs beyond <vcpu> %u", shown,
+                    req->max_vcpus);
+        return FALSE;
+    }
+    if (strcmp(sched, "fifo") != 0 && strcmp(sched, "rr") != 0)
+        return TRUE;
+    if (!req->realtime)
+        req->realtime = hwloc_bitmap_alloc();
+    hwloc_bitmap_or(req->realtime, req->realtime, set);
+    return TRUE;
+}
+
+/* <iothreadpin iothread='1' cpuset='2-3'>: the domain's own; their CPUs are held. */
+static gboolean
+vpDomXMLParseIOThreadPin(xmlNodePtr node, vpRequest *req, GError **error)
+{
+    g_autofree char *mask = vpDomXMLAttr(node, "cpuset");
+    g_autoptr(vpBitmap) set = NULL;
+    unsigned id = 0;
+
+    if (!xmlHasProp(node, (const xmlChar *)"iothread")) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <iothreadpin> lacks the iothread attribute");
+        return FALSE;
+    }
+    if (!vpDomXMLAttrNumber(node, "iothread", 1, G_MAXUINT32, &id, error))
+        return FALSE;
+    if (!mask) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <iothreadpin iothread='%u'> lacks the cpuset attribute", id);
+        return FALSE;
+    }
+    {
+        g_autofree char *where = g_strdup_printf("<iothreadpin iothread='%u'>", id);
+
+        if (!(set = vpDomXMLCpuset(where, mask, error)))
+            return FALSE;
+    }
+    if (!req->iothread_pin)
+        req->iothread_pin = hwloc_bitmap_alloc();
+    hwloc_bitmap_or(req->iothread_pin, req->iothread_pin, set);
+    return TRUE;
+}
+
 static gboolean
 vpDomXMLParseCputune(xmlNodePtr root, vpRequest *req, GError **error)
 {
@@ -578,6 +664,16 @@ vpDomXMLParseCputune(xmlNodePtr root, vpRequest *req, GError **error)
         g_autofree char *where = NULL;
         unsigned vcpu = 0;
 
+        if (vpDomXMLIs(node, "vcpusched")) {
+            if (!vpDomXMLParseVcpusched(node, req, error))
+                return FALSE;
+            continue;
+        }
+        if (vpDomXMLIs(node, "iothreadpin")) {
+            if (!vpDomXMLParseIOThreadPin(node, req, error))
+                return FALSE;
+            continue;
+        }
         if (vpDomXMLIs(node, "vcpupin")) {
             if (!xmlHasProp(node, (const xmlChar *)"vcpu")) {
                 g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
@@ -704,12 +800,372 @@ vpDomXMLParseMetadata(xmlNodePtr root, vpRequest *req, GError **error)
     return vpDomXMLApplyPolicy(found, &req->policy, error);
 }
 
+/* A memory element or attribute in libvirt's units, KiB when no unit is given. */
+static gboolean
+vpDomXMLMemory(const char *where, const char *value, const char *unit, guint64 *bytes,
+               GError **error)
+{
+    g_autofree char *field = g_strdup_printf("domain XML: %s", where);
+    g_autofree char *shown = vpDomXMLShow(value ? value : "");
+    g_autofree char *ushown = unit ? vpDomXMLShow(unit) : NULL;
+
+    if (!vpMemoryScale(field, shown, ushown, "KiB", bytes, error))
+        return FALSE;
+    return TRUE;
+}
+
+static gboolean
+vpDomXMLElementMemory(xmlNodePtr node, guint64 *bytes, GError **error)
+{
+    g_autofree char *text = vpDomXMLText(node);
+    g_autofree char *unit = vpDomXMLAttr(node, "unit");
+    g_autofree char *where = g_strdup_printf("<%s>", node->name);
+
+    return vpDomXMLMemory(where, text, unit, bytes, error);
+}
+
+/* <currentMemory> is what the guest has at start (balloon); <memory> its maximum. */
+static gboolean
+vpDomXMLParseMemory(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    xmlNodePtr max, cur;
+    guint64 bytes = 0;
+
+    if (!vpDomXMLChild(root, "memory", &max, error) ||
+        !vpDomXMLChild(root, "currentMemory", &cur, error))
+        return FALSE;
+    if (max && !vpDomXMLElementMemory(max, &req->memory, error))
+        return FALSE;
+    if (cur) {
+        if (!vpDomXMLElementMemory(cur, &bytes, error))
+            return FALSE;
+        if (!max || bytes < req->memory)
+            req->memory = bytes;
+    }
+    return TRUE;
+}
+
+/* <memoryBacking><hugepages><page size='1' unit='G' nodeset='0'/></hugepages>. One size is
+ * accounted per domain: the first page element's (libvirt's default huge page size, 2 MiB
+ * on x86, when <hugepages/> names none). */
+static gboolean
+vpDomXMLParseHugepages(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    xmlNodePtr backing, huge, page;
+
+    if (!vpDomXMLChild(root, "memoryBacking", &backing, error))
+        return FALSE;
+    if (!backing)
+        return TRUE;
+    if (!vpDomXMLChild(backing, "hugepages", &huge, error))
+        return FALSE;
+    if (!huge)
+        return TRUE;
+    req->hugepage_size = 2ULL << 20;
+    for (page = huge->children; page; page = page->next) {
+        g_autofree char *size = NULL;
+        g_autofree char *unit = NULL;
+        g_autofree char *nodes = NULL;
+        g_autoptr(vpBitmap) set = NULL;
+        guint64 bytes;
+
+        if (!vpDomXMLIs(page, "page"))
+            continue;
+        size = vpDomXMLAttr(page, "size");
+        unit = vpDomXMLAttr(page, "unit");
+        nodes = vpDomXMLAttr(page, "nodeset");
+        if (!size) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <page> lacks the size attribute");
+            return FALSE;
+        }
+        if (!vpDomXMLMemory("<page size>", size, unit, &bytes, error))
+            return FALSE;
+        if (bytes == 0 || (bytes & (bytes - 1))) {
+            g_autofree char *shown = vpDomXMLShow(size);
+
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <page size='%s'> is not a power of two bytes", shown);
+            return FALSE;
+        }
+        if (nodes && !(set = vpDomXMLSet("<page>", "nodeset", "guest cell", nodes, error)))
+            return FALSE;
+        req->hugepage_size = bytes;
+        break;
+    }
+    return TRUE;
+}
+
+static gboolean
+vpDomXMLMemMode(xmlNodePtr node, vpMemMode *mode, GError **error)
+{
+    g_autofree char *value = vpDomXMLAttr(node, "mode");
+    int m;
+
+    if (!value) {
+        *mode = VP_MEM_STRICT;
+        return TRUE;
+    }
+    if ((m = vpMemModeFromName(value)) < 0) {
+        g_autofree char *shown = vpDomXMLShow(value);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <%s mode='%s'> is not one of strict, restrictive, preferred, "
+                    "interleave",
+                    node->name, shown);
+        return FALSE;
+    }
+    *mode = m;
+    return TRUE;
+}
+
+static gboolean
+vpDomXMLParseMemnode(xmlNodePtr node, vpRequest *req, GError **error)
+{
+    g_autofree char *nodes = vpDomXMLAttr(node, "nodeset");
+    unsigned cellid = 0;
+    vpCell *cell = NULL;
+    g_autofree char *where = NULL;
+
+    if (!xmlHasProp(node, (const xmlChar *)"cellid")) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <memnode> lacks the cellid attribute");
+        return FALSE;
+    }
+    if (!vpDomXMLAttrNumber(node, "cellid", 0, VP_DOMXML_MAX_VCPUS, &cellid, error))
+        return FALSE;
+    for (unsigned i = 0; i < req->ncells; i++) {
+        if (req->cells[i].id == cellid)
+            cell = &req->cells[i];
+    }
+    if (!cell) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <memnode cellid='%u'> names no guest NUMA <cell>", cellid);
+        return FALSE;
+    }
+    if (cell->mode != VP_MEM_NONE) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <memnode cellid='%u'> appears twice", cellid);
+        return FALSE;
+    }
+    if (!vpDomXMLMemMode(node, &cell->mode, error))
+        return FALSE;
+    if (!nodes) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <memnode cellid='%u'> lacks the nodeset attribute", cellid);
+        return FALSE;
+    }
+    where = g_strdup_printf("<memnode cellid='%u'>", cellid);
+    return (cell->nodeset = vpDomXMLSet(where, "nodeset", "node", nodes, error)) != NULL;
+}
+
+/* <numatune><memory mode nodeset placement/><memnode .../></numatune> */
+static gboolean
+vpDomXMLParseNumatune(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    xmlNodePtr tune, mem, node;
+
+    if (!vpDomXMLChild(root, "numatune", &tune, error))
+        return FALSE;
+    if (!tune)
+        return TRUE;
+    if (!vpDomXMLChild(tune, "memory", &mem, error))
+        return FALSE;
+    if (mem) {
+        g_autofree char *nodes = vpDomXMLAttr(mem, "nodeset");
+        g_autofree char *placement = vpDomXMLAttr(mem, "placement");
+
+        if (!vpDomXMLMemMode(mem, &req->mem_mode, error))
+            return FALSE;
+        if (placement && strcmp(placement, "static") != 0 && strcmp(placement, "auto") != 0) {
+            g_autofree char *shown = vpDomXMLShow(placement);
+
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <numatune><memory placement='%s'> is not one of static, "
+                        "auto",
+                        shown);
+            return FALSE;
+        }
+        if (g_strcmp0(placement, "auto") == 0)
+            req->placement_auto = true;
+        if (nodes &&
+            !(req->nodeset = vpDomXMLSet("<numatune><memory>", "nodeset", "node", nodes, error)))
+            return FALSE;
+        if (!nodes && !req->placement_auto) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <numatune><memory> has neither nodeset nor "
+                        "placement='auto'");
+            return FALSE;
+        }
+    }
+    for (node = tune->children; node; node = node->next) {
+        if (vpDomXMLIs(node, "memnode") && !vpDomXMLParseMemnode(node, req, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+vpDomXMLParseCell(xmlNodePtr node, vpRequest *req, hwloc_bitmap_t seen, GError **error)
+{
+    g_autofree char *cpus = vpDomXMLAttr(node, "cpus");
+    g_autofree char *memory = vpDomXMLAttr(node, "memory");
+    g_autofree char *unit = vpDomXMLAttr(node, "unit");
+    g_autofree char *where = NULL;
+    vpCell cell = {0};
+    unsigned id = req->ncells;
+
+    if (!vpDomXMLAttrNumber(node, "id", 0, VP_DOMXML_MAX_VCPUS, &id, error))
+        return FALSE;
+    where = g_strdup_printf("<cell id='%u'>", id);
+    for (unsigned i = 0; i < req->ncells; i++) {
+        if (req->cells[i].id == id) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain XML: %s appears twice", where);
+            return FALSE;
+        }
+    }
+    if (!memory) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain XML: %s lacks the memory attribute",
+                    where);
+        return FALSE;
+    }
+    if (!vpDomXMLMemory(where, memory, unit, &cell.memory, error))
+        return FALSE;
+    cell.id = id;
+    if (cpus) {
+        if (!(cell.vcpus = vpDomXMLSet(where, "cpus", "vCPU", cpus, error)))
+            return FALSE;
+        if (hwloc_bitmap_last(cell.vcpus) >= (int)req->max_vcpus) {
+            g_autofree char *shown = vpDomXMLShow(cpus);
+
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: %s cpus='%s' names vCPUs beyond <vcpu> %u", where, shown,
+                        req->max_vcpus);
+            hwloc_bitmap_free(cell.vcpus);
+            return FALSE;
+        }
+        if (hwloc_bitmap_intersects(cell.vcpus, seen)) {
+            g_autofree char *shown = vpDomXMLShow(cpus);
+
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: %s cpus='%s' names vCPUs another cell has", where, shown);
+            hwloc_bitmap_free(cell.vcpus);
+            return FALSE;
+        }
+        hwloc_bitmap_or(seen, seen, cell.vcpus);
+    } else {
+        cell.vcpus = hwloc_bitmap_alloc();
+    }
+    req->cells = g_renew(vpCell, req->cells, req->ncells + 1);
+    req->cells[req->ncells++] = cell;
+    return TRUE;
+}
+
+/* <cpu><numa><cell id cpus memory unit/>...</numa></cpu>: guest NUMA cells. */
+static gboolean
+vpDomXMLParseCells(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    g_autoptr(vpBitmap) seen = hwloc_bitmap_alloc();
+    xmlNodePtr cpu, numa, node;
+
+    if (!vpDomXMLChild(root, "cpu", &cpu, error))
+        return FALSE;
+    if (!cpu)
+        return TRUE;
+    if (!vpDomXMLChild(cpu, "numa", &numa, error))
+        return FALSE;
+    if (!numa)
+        return TRUE;
+    for (node = numa->children; node; node = node->next) {
+        if (vpDomXMLIs(node, "cell") && !vpDomXMLParseCell(node, req, seen, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* <vcpus><vcpu id='0' enabled='yes' hotpluggable='no' order='1'/>...</vcpus>: which vCPU ids
+ * are online at start; their number must be <vcpu current>. */
+static gboolean
+vpDomXMLParseVcpus(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    g_autoptr(vpBitmap) online = hwloc_bitmap_alloc();
+    g_autoptr(vpBitmap) seen = hwloc_bitmap_alloc();
+    xmlNodePtr list, node;
+
+    if (!vpDomXMLChild(root, "vcpus", &list, error))
+        return FALSE;
+    if (!list)
+        return TRUE;
+    for (node = list->children; node; node = node->next) {
+        g_autofree char *enabled = NULL;
+        unsigned id = 0;
+
+        if (!vpDomXMLIs(node, "vcpu"))
+            continue;
+        if (!xmlHasProp(node, (const xmlChar *)"id")) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <vcpus><vcpu> lacks the id attribute");
+            return FALSE;
+        }
+        if (!vpDomXMLAttrNumber(node, "id", 0, req->max_vcpus - 1, &id, error))
+            return FALSE;
+        if (hwloc_bitmap_isset(seen, id)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <vcpus><vcpu id='%u'> appears twice", id);
+            return FALSE;
+        }
+        hwloc_bitmap_set(seen, id);
+        enabled = vpDomXMLAttr(node, "enabled");
+        if (!enabled || (strcmp(enabled, "yes") != 0 && strcmp(enabled, "no") != 0)) {
+            g_autofree char *shown = vpDomXMLShow(enabled ? enabled : "");
+
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <vcpus><vcpu id='%u' enabled='%s'> is not yes or no", id,
+                        shown);
+            return FALSE;
+        }
+        if (strcmp(enabled, "yes") == 0)
+            hwloc_bitmap_set(online, id);
+    }
+    if ((unsigned)hwloc_bitmap_weight(online) != req->vcpus) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <vcpus> enables %d vCPUs, but <vcpu current> is %u",
+                    hwloc_bitmap_weight(online), req->vcpus);
+        return FALSE;
+    }
+    req->online = g_steal_pointer(&online);
+    return TRUE;
+}
+
+/* <domain type='kvm'>: the driver. Kept as written ("" when absent, which no driver
+ * accepts); the placer leaves non-QEMU ones alone. */
+static gboolean
+vpDomXMLParseType(xmlNodePtr root, vpRequest *req, GError **error)
+{
+    g_autofree char *type = vpDomXMLAttr(root, "type");
+
+    if (!type) {
+        req->type = g_strdup("");
+        return TRUE;
+    }
+    if (!*type || strlen(type) > 32) {
+        g_autofree char *shown = vpDomXMLShow(type);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <domain type='%s'> is not a driver name", shown);
+        return FALSE;
+    }
+    req->type = g_steal_pointer(&type);
+    return TRUE;
+}
+
 static vpRequest *
 vpDomXMLBuild(xmlNodePtr root, const vpPolicy *defaults, GError **error)
 {
     g_autoptr(vpRequest) req = NULL;
     g_autoptr(vpBitmap) cpuset = NULL;
-    unsigned max, current, i;
+    unsigned max, current;
+    bool placement_auto;
 
     if (!vpDomXMLIs(root, "domain")) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
@@ -718,7 +1174,7 @@ vpDomXMLBuild(xmlNodePtr root, const vpPolicy *defaults, GError **error)
                     root->ns && root->ns->prefix ? ":" : "", root->name);
         return NULL;
     }
-    if (!vpDomXMLParseVcpu(root, &max, &current, &cpuset, error))
+    if (!vpDomXMLParseVcpu(root, &max, &current, &cpuset, &placement_auto, error))
         return NULL;
 
     /* pins has an entry per possible vCPU, hotpluggable ones included. */
@@ -727,22 +1183,30 @@ vpDomXMLBuild(xmlNodePtr root, const vpPolicy *defaults, GError **error)
     if (defaults)
         vpPolicyCopy(&req->policy, defaults);
 
-    /* libvirt applies <vcpu cpuset> to every vCPU without a <vcpupin>, and to the
-     * emulator without an <emulatorpin>: these are pins the domain already has. */
-    if (!vpDomXMLParseName(root, req, error) || !vpDomXMLParseUUID(root, req, error) ||
-        !vpDomXMLParseTopology(root, req, error) || !vpDomXMLParseCputune(root, req, error) ||
-        !vpDomXMLParseIOThreads(root, req, error) || !vpDomXMLParseMetadata(root, req, error))
+    req->placement_auto = placement_auto;
+    /* <vcpu cpuset> is where the domain may run (Nova writes cpu_shared_set there), not a
+     * pin: the policy is applied inside it. <vcpupin> still pins its vCPU. */
+    req->cpuset = g_steal_pointer(&cpuset);
+    if (!vpDomXMLParseType(root, req, error) || !vpDomXMLParseName(root, req, error) ||
+        !vpDomXMLParseUUID(root, req, error) || !vpDomXMLParseTopology(root, req, error) ||
+        !vpDomXMLParseCputune(root, req, error) || !vpDomXMLParseIOThreads(root, req, error) ||
+        !vpDomXMLParseVcpus(root, req, error) || !vpDomXMLParseMemory(root, req, error) ||
+        !vpDomXMLParseHugepages(root, req, error) || !vpDomXMLParseCells(root, req, error) ||
+        !vpDomXMLParseNumatune(root, req, error) || !vpDomXMLParseMetadata(root, req, error))
         return NULL;
-    if (cpuset) {
-        for (i = 0; i < req->max_vcpus; i++) {
-            if (!req->pins[i])
-                req->pins[i] = hwloc_bitmap_dup(cpuset);
-        }
-        req->has_pins = true;
-        if (!req->emulator_pin)
-            req->emulator_pin = hwloc_bitmap_dup(cpuset);
-    }
     return g_steal_pointer(&req);
+}
+
+gboolean
+vpDomXMLIsQemu(const char *xml, gsize len)
+{
+    g_autoptr(xmlDoc) doc = vpDomXMLRead("domain XML", xml, len, NULL);
+    g_autoptr(vpRequest) req = vpRequestNew(NULL, 1);
+
+    if (!doc || !vpDomXMLIs(xmlDocGetRootElement(doc), "domain") ||
+        !vpDomXMLParseType(xmlDocGetRootElement(doc), req, NULL))
+        return TRUE;
+    return vpRequestIsQemu(req);
 }
 
 vpRequest *

@@ -23,6 +23,10 @@
 /* defaults: the daemon's policy defaults, used for attributes the metadata leaves out. */
 vpRequest *vpDomXMLParse(const char *xml, gsize len, const vpPolicy *defaults, GError **error);
 vpRequest *vpDomXMLParseFile(const char *path, const vpPolicy *defaults, GError **error);
+/* Whether the document is a domain vcpuplace places: <domain type='kvm|qemu'> (or libvirt's
+ * test driver). Other drivers' domains are left alone. A document that cannot be read
+ * answers TRUE, so that the parser proper reports what is wrong with it. */
+gboolean vpDomXMLIsQemu(const char *xml, gsize len);
 /* The policy element alone: in our namespace, or in none as virDomainGetMetadata and
  * `virsh metadata --uri ...` return it. Attributes it sets override *policy's. */
 gboolean vpDomXMLParsePolicy(const char *xml, gsize len, vpPolicy *policy, GError **error);

@@ -21,6 +21,10 @@ is a no-op there): every placer gets the very same events.
 
 --smt POLICY writes the same trace with every VM asking POLICY (and, for pack, declaring
 the threads pack lines up): the per-policy columns of the benchmark.
+
+Every VM asks MEMORY_PER_VCPU GiB per vCPU (--memory-per-vcpu; 0 leaves memory out), as
+flavors scale RAM with vCPUs: derived from the size, it draws nothing from the generator,
+so a seed gives the same VMs with or without memory.
 """
 
 import argparse
@@ -34,6 +38,7 @@ SMT_WEIGHTS = (40, 25, 15, 20)
 GROUPS = tuple(f"t{i}" for i in range(1, 7))
 GROUP_COOKIE = GROUPS[:3]
 ALONE_SHARE = 0.4
+MEMORY_PER_VCPU = 2
 FILL_FACTOR = 1.1
 CHURN_TARGET = 0.95
 
@@ -56,7 +61,7 @@ def with_policy(vm, smt, host_smt):
     return out
 
 
-def generate(pus, host_smt, seed, churn):
+def generate(pus, host_smt, seed, churn, memory_per_vcpu=MEMORY_PER_VCPU):
     rng = random.Random(seed)
     sizes = [s for s in SIZES if s <= pus]
     weights = SIZE_WEIGHTS[:len(sizes)]
@@ -74,6 +79,8 @@ def generate(pus, host_smt, seed, churn):
             vm["group"] = rng.choice(GROUPS)
             if vm["group"] in GROUP_COOKIE:
                 vm["coresched"] = "group"
+        if memory_per_vcpu:
+            vm["memory"] = f"{memory_per_vcpu * vm['vcpus']}GiB"
         running.append(vm)
         events.append(vm)
         load += vm["vcpus"]
@@ -102,13 +109,15 @@ def main():
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--churn", type=int, default=3000, help="events after the fill")
     ap.add_argument("--smt", choices=SMT, help="every VM asks this policy")
+    ap.add_argument("--memory-per-vcpu", type=int, default=MEMORY_PER_VCPU,
+                    help="GiB of memory per vCPU each VM asks (0: no memory)")
     ap.add_argument("out")
     args = ap.parse_args()
     with open(args.topology_json, encoding="utf-8") as f:
         topo = json.load(f)
     pus = sum(1 for pu in topo["pus"] if pu["usable"])
     host_smt = max(1, topo["smt"])
-    events, fill = generate(pus, host_smt, args.seed, args.churn)
+    events, fill = generate(pus, host_smt, args.seed, args.churn, args.memory_per_vcpu)
     with open(args.out, "w", encoding="utf-8") as out:
         for ev in events:
             if args.smt and ev["op"] == "start":

@@ -149,20 +149,208 @@ checkPack(const vpTopology *topo, const vpPlan *plan, GError **error)
     return TRUE;
 }
 
+static int
+nodeOf(const vpTopology *topo, int cpu)
+{
+    const vpCore *core =
+        vpTopologyCore(topo, vpTopologyPU(topo, vpTopologyPUByOS(topo, cpu))->core);
+    const vpGroup *g = vpTopologyGroup(topo, VP_LEVEL_NUMA, core->group[VP_LEVEL_NUMA]);
+
+    return g->made_up ? -1 : (int)g->os;
+}
+
+static bool
+hardMode(vpMemMode mode)
+{
+    return mode == VP_MEM_STRICT || mode == VP_MEM_RESTRICTIVE || mode == VP_MEM_INTERLEAVE;
+}
+
+/* The hard node limit of vCPU i: its cell's <memnode>, else the domain's <numatune>. */
+static hwloc_const_bitmap_t
+hardNodes(const vpRequest *req, unsigned i)
+{
+    for (unsigned c = 0; c < req->ncells; c++) {
+        const vpCell *cell = &req->cells[c];
+
+        if (hwloc_bitmap_isset(cell->vcpus, i) && cell->mode != VP_MEM_NONE)
+            return hardMode(cell->mode) ? cell->nodeset : NULL;
+    }
+    return hardMode(req->mem_mode) ? req->nodeset : NULL;
+}
+
+/* Placed vCPUs stay inside <vcpu cpuset> and on their strict/restrictive/interleave nodes. */
+static gboolean
+checkConstraints(const vpTopology *topo, const vpRequest *req, const vpPlan *plan, GError **error)
+{
+    if (plan->how != VP_HOW_PLACED)
+        return TRUE;
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        hwloc_const_bitmap_t nodes = hardNodes(req, i);
+        int cpu = plan->vcpu_pu[i];
+
+        if (cpu < 0)
+            continue;
+        if (req->cpuset && !hwloc_bitmap_isset(req->cpuset, cpu))
+            return fail(error, "vCPU %u is on CPU %d, outside <vcpu cpuset>", i, cpu);
+        if (nodes && (nodeOf(topo, cpu) < 0 || !hwloc_bitmap_isset(nodes, nodeOf(topo, cpu))))
+            return fail(error, "vCPU %u is on node %d, outside its hard nodeset", i,
+                        nodeOf(topo, cpu));
+    }
+    return TRUE;
+}
+
+/* Free usable PUs of whole free cores per node: room any policy could use. */
+static int
+wholeRoom(const vpTopology *topo, const vpLedger *ledger, int g)
+{
+    const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+    int room = 0;
+
+    for (int i = 0; i < node->ncores; i++) {
+        const vpCore *core = vpTopologyCore(topo, node->cores[i]);
+        bool whole = true;
+
+        for (int k = 0; k < core->npus; k++)
+            whole &=
+                vpTopologyPU(topo, core->pus[k])->usable && vpLedgerPUFree(ledger, core->pus[k]);
+        room += whole;
+    }
+    return room;
+}
+
+/* A guest cell spans host nodes only when relaxed, and only when no allowed node had a free
+ * whole core per vCPU of the cell. */
+static gboolean
+checkCells(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, const vpPlan *plan,
+           GError **error)
+{
+    if (plan->how != VP_HOW_PLACED)
+        return TRUE;
+    for (unsigned c = 0; c < req->ncells; c++) {
+        g_autoptr(vpBitmap) nodes = hwloc_bitmap_alloc();
+        int n = 0, i;
+
+        hwloc_bitmap_foreach_begin(i, req->cells[c].vcpus)
+        {
+            if ((unsigned)i < plan->nvcpus && plan->vcpu_pu[i] >= 0) {
+                hwloc_bitmap_set(nodes, nodeOf(topo, plan->vcpu_pu[i]) + 1);
+                n++;
+            }
+        }
+        hwloc_bitmap_foreach_end();
+        if (hwloc_bitmap_weight(nodes) <= 1)
+            continue;
+        if (!plan->degraded)
+            return fail(error, "guest cell %u is split across host nodes without saying so",
+                        req->cells[c].id);
+        for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
+            const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+            hwloc_const_bitmap_t hard = hardNodes(req, hwloc_bitmap_first(req->cells[c].vcpus));
+
+            if (!node->made_up && (!hard || hwloc_bitmap_isset(hard, node->os)) && !req->cpuset &&
+                wholeRoom(topo, ledger, g) >= n &&
+                (!node->memory || req->cells[c].memory <= node->memory / 2))
+                return fail(error, "guest cell %u is split while node %u had %d whole free cores",
+                            req->cells[c].id, node->os, wholeRoom(topo, ledger, g));
+        }
+    }
+    return TRUE;
+}
+
+/* Memory per node: what the ledger holds plus this plan, within the node's memory less the
+ * host reserve (or its huge page pool); nodes of unknown memory are no limit. */
+static gboolean
+checkMemory(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, GError **error)
+{
+    guint64 sum = 0;
+
+    for (unsigned m = 0; m < plan->nmem; m++) {
+        int g = vpTopologyNodeByOS(topo, plan->mem[m].node);
+        const vpGroup *node;
+        guint64 cap = 0, used;
+
+        sum += plan->mem[m].bytes;
+        if (g < 0)
+            return fail(error, "memory on node %u, which the host lacks", plan->mem[m].node);
+        node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+        if (!node->memory)
+            continue;
+        if (!plan->page_size)
+            cap = node->memory - MIN(node->memory, vpTopologyNodeReserve(topo));
+        for (unsigned p = 0; p < node->npools; p++) {
+            if (plan->page_size && node->pools[p].size == plan->page_size)
+                cap = node->pools[p].size * node->pools[p].count;
+        }
+        used = vpLedgerNodeMemory(ledger, node->os, plan->page_size) + plan->mem[m].bytes;
+        if (used > cap)
+            return fail(error,
+                        "node %u holds %" G_GUINT64_FORMAT
+                        " bytes, more than its %" G_GUINT64_FORMAT,
+                        node->os, used, cap);
+    }
+    return TRUE;
+}
+
+/* The domain's own pins are kept as written: its single-CPU vCPU pins are the plan's, its
+ * emulator pin is the plan's emulator, multi-CPU pins are held as its own. */
+static gboolean
+checkOwnPins(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+             const vpPlan *plan, GError **error)
+{
+    int cpu;
+
+    for (unsigned i = 0; i < plan->nvcpus && i < req->max_vcpus; i++) {
+        hwloc_const_bitmap_t pin = req->pins[i];
+
+        if (!pin || !vpRequestOnline(req, i))
+            continue;
+        if (hwloc_bitmap_weight(pin) == 1 && vpTopologyPUByOS(topo, hwloc_bitmap_first(pin)) >= 0 &&
+            plan->vcpu_pu[i] != hwloc_bitmap_first(pin))
+            return fail(error, "vCPU %u is pinned to CPU %d by the domain, the plan says %d", i,
+                        hwloc_bitmap_first(pin), plan->vcpu_pu[i]);
+        if (hwloc_bitmap_weight(pin) > 1 && !hwloc_bitmap_isincluded(pin, plan->own))
+            return fail(error, "vCPU %u's own multi-CPU pin is not held", i);
+    }
+    if (req->emulator_pin && !hwloc_bitmap_isequal(req->emulator_pin, plan->emulator))
+        return fail(error, "the domain's <emulatorpin> was changed");
+    if (req->iothread_pin && !hwloc_bitmap_isincluded(req->iothread_pin, plan->own))
+        return fail(error, "the domain's <iothreadpin> CPUs are not held");
+    /* own pins may overlap only other domains' own pins */
+    hwloc_bitmap_foreach_begin(cpu, plan->own)
+    {
+        int pu = vpTopologyPUByOS(topo, cpu);
+
+        for (unsigned k = 0; pu >= 0 && k < vpLedgerNOwners(ledger, pu); k++) {
+            vpOwner o = vpLedgerOwnerAt(ledger, pu, k);
+
+            if (o.kind != VP_OWN_PINNED)
+                return fail(error, "own pin CPU %d is held by '%s' for %s", cpu, o.domain,
+                            vpOwnKindName(o.kind));
+        }
+    }
+    hwloc_bitmap_foreach_end();
+    return TRUE;
+}
+
 gboolean
 vpCheckPlan(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
             const vpPlan *plan, GError **error)
 {
-    if (plan->nvcpus != req->vcpus)
-        return fail(error, "plan has %u vCPUs, the domain asked for %u", plan->nvcpus, req->vcpus);
+    if (plan->nvcpus != vpRequestPlanVcpus(req))
+        return fail(error, "plan has %u vCPUs, the domain needs %u", plan->nvcpus,
+                    vpRequestPlanVcpus(req));
     if (plan->how == VP_HOW_PLACED) {
         for (unsigned i = 0; i < plan->nvcpus; i++) {
-            if (plan->vcpu_pu[i] < 0)
-                return fail(error, "vCPU %u has no CPU", i);
+            if (vpRequestOnline(req, i) != (plan->vcpu_pu[i] >= 0))
+                return fail(error, "vCPU %u is %s but %s a CPU", i,
+                            vpRequestOnline(req, i) ? "online" : "offline",
+                            plan->vcpu_pu[i] >= 0 ? "has" : "has no");
         }
     }
     return checkNoDoubleBooking(topo, ledger, plan, error) &&
-           checkSiblings(topo, ledger, plan, error) && checkPack(topo, plan, error);
+           checkSiblings(topo, ledger, plan, error) && checkPack(topo, plan, error) &&
+           checkConstraints(topo, req, plan, error) && checkCells(topo, ledger, req, plan, error) &&
+           checkMemory(topo, ledger, plan, error) && checkOwnPins(topo, ledger, req, plan, error);
 }
 
 static bool

@@ -1,12 +1,15 @@
 /*
  * Properties every plan must have, checked on every golden and simulate case:
- * no PU given twice; isolate, pack and spread never put two trust groups on one core's
- * siblings while a whole free core stays free; pack puts guest sibling threads on host
- * sibling PUs; plans stay inside the allowed, online, non-housekeeping PUs. A plan's moves
- * of running vCPUs: at most max_moves; only domains placed by vcpuplace with rebalance=auto;
- * each from the vCPU's PU to a free usable PU, never onto a core with a stranger's vCPU
- * (trust: one domain, one trust group, or two share domains, which accept any neighbour),
- * never off the moved domain's memory nodes.
+ * no PU given twice, counting the domains' own pins; isolate, pack and spread never put two
+ * trust groups on one core's siblings while a whole free core stays free; pack puts guest
+ * sibling threads on host sibling PUs; plans stay inside the allowed, online,
+ * non-housekeeping PUs; no vCPU outside a strict, restrictive or interleave nodeset or its
+ * <vcpu cpuset>; no guest cell split across host nodes unless relaxed where no node could
+ * hold it; no node's memory overcommitted; the domain's own pins kept and held.
+ * A plan's moves of running vCPUs: at most max_moves; only domains placed by vcpuplace with
+ * rebalance=auto; each from the vCPU's PU to a free usable PU, never onto a core with a
+ * stranger's vCPU (trust: one domain, one trust group, or two share domains, which accept
+ * any neighbour), never off the moved domain's memory nodes.
  */
 #pragma once
 

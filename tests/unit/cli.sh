@@ -60,6 +60,21 @@ check "topology hwloc cannot load" 1 "cannot be loaded by hwloc" \
 check "bad host cpu list" 1 "--host-cpus='0-x'" \
   "$cli" plan --topology "$topo" --host-cpus 0-x "$tmp/ok.xml"
 
+sed "s/type='qemu'/type='xen'/" "$tmp/ok.xml" > "$tmp/xen.xml"
+check "non-QEMU domain not placed" 1 "type='xen': vcpuplace places QEMU domains" \
+  "$cli" plan --topology "$topo" "$tmp/xen.xml"
+mem="synthetic:pack:2 numa:2(memory=16GB) core:4 pu:2"
+check "topology shows node memory" 0 "numa 3, 15625000 KiB" "$cli" topology --topology "$mem"
+check "topology: memory unknown said so" 0 "memory unknown (no limit" \
+  "$cli" topology --topology "$topo"
+check "topology --node-memory" 0 "numa 0, 64 GiB" "$cli" topology --topology "$topo" \
+  --node-memory 64GiB
+check "topology --node-memory bad" 1 "--node-memory='lots' is not a memory size" \
+  "$cli" topology --topology "$topo" --node-memory lots
+check "topology --json nodes" 0 '"memory" : 16000000000' "$cli" topology --json --topology "$mem"
+check "plan shows memory per node" 0 "memory: 64 MiB on numa 0" \
+  "$cli" plan --topology "$mem" "$tmp/ok.xml"
+
 printf '{"op":"start","name":"a","vcpus":4,"smt":"pack"}\n{"op":"start","name":"b","vcpus":2}\n' \
   > "$tmp/trace.jsonl"
 check "simulate" 0 "admitted_before_first_refusal" "$cli" simulate --topology "$topo" \

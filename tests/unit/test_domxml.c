@@ -133,24 +133,99 @@ START_TEST(test_pins)
 }
 END_TEST
 
-/* <vcpu cpuset> is libvirt's default pin for every vCPU without <vcpupin> and for the
- * emulator without <emulatorpin>. */
+/* <vcpu cpuset> is where the domain may run, a constraint the placer places inside: it
+ * pins no vCPU and no emulator by itself; <vcpupin> still pins its vCPU. */
 START_TEST(test_vcpu_cpuset)
 {
     g_autoptr(GError) err = NULL;
     g_autoptr(vpRequest) req = parseFixture("cpuset.xml", NULL, &err);
-    g_autofree char *p0 = NULL;
+    g_autofree char *set = NULL;
     g_autofree char *p1 = NULL;
-    g_autofree char *emu = NULL;
 
     ck_assert_msg(req, "%s", err ? err->message : "");
     ck_assert(req->has_pins);
-    p0 = setText(req->pins[0]);
+    set = setText(req->cpuset);
     p1 = setText(req->pins[1]);
-    emu = setText(req->emulator_pin);
-    ck_assert_str_eq(p0, "2-3,5");
+    ck_assert_ptr_null(req->pins[0]);
     ck_assert_str_eq(p1, "7");
-    ck_assert_str_eq(emu, "2-3,5");
+    ck_assert_str_eq(set, "2-3,5");
+    ck_assert_ptr_null(req->emulator_pin);
+}
+END_TEST
+
+/* The memory and NUMA elements libvirt writes, read into the request. */
+START_TEST(test_numa_elements)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseText(
+        "<domain type='qemu'><name>n</name><memory unit='GiB'>8</memory>"
+        "<currentMemory unit='MiB'>4096</currentMemory><vcpu placement='static' current='4' "
+        "cpuset='8-15'>6</vcpu><vcpus><vcpu id='0' enabled='yes'/><vcpu id='1' enabled='yes'/>"
+        "<vcpu id='2' enabled='no'/><vcpu id='3' enabled='no'/><vcpu id='4' enabled='yes'/>"
+        "<vcpu id='5' enabled='yes'/></vcpus>"
+        "<memoryBacking><hugepages><page size='1' unit='G'/></hugepages></memoryBacking>"
+        "<cputune><emulatorpin cpuset='0'/><iothreadpin iothread='1' cpuset='2-3'/>"
+        "<iothreadpin iothread='2' cpuset='5'/><vcpusched vcpus='4-5' scheduler='fifo' "
+        "priority='1'/></cputune>"
+        "<cpu><numa><cell id='0' cpus='0-2' memory='2' unit='GiB'/>"
+        "<cell id='1' cpus='3-5' memory='2097152'/></numa></cpu>"
+        "<numatune><memory mode='restrictive' nodeset='1-2'/>"
+        "<memnode cellid='1' mode='strict' nodeset='2'/></numatune></domain>",
+        &err);
+    g_autofree char *online = NULL;
+    g_autofree char *io = NULL;
+    g_autofree char *rt = NULL;
+    g_autofree char *nodes = NULL;
+    g_autofree char *cell1 = NULL;
+
+    ck_assert_msg(req, "%s", err ? err->message : "");
+    ck_assert_str_eq(req->type, "qemu");
+    ck_assert(vpRequestIsQemu(req));
+    ck_assert_uint_eq(req->memory, 4ULL << 30);
+    ck_assert_uint_eq(req->hugepage_size, 1ULL << 30);
+    online = setText(req->online);
+    io = setText(req->iothread_pin);
+    rt = setText(req->realtime);
+    nodes = setText(req->nodeset);
+    ck_assert_str_eq(online, "0-1,4-5");
+    ck_assert_uint_eq(vpRequestPlanVcpus(req), 6);
+    ck_assert_str_eq(io, "2-3,5");
+    ck_assert_str_eq(rt, "4-5");
+    ck_assert_int_eq(req->mem_mode, VP_MEM_RESTRICTIVE);
+    ck_assert_str_eq(nodes, "1-2");
+    ck_assert_uint_eq(req->ncells, 2);
+    ck_assert_uint_eq(req->cells[0].memory, 2ULL << 30);
+    ck_assert_uint_eq(req->cells[1].memory, 2ULL << 30);
+    ck_assert_int_eq(req->cells[0].mode, VP_MEM_NONE);
+    ck_assert_int_eq(req->cells[1].mode, VP_MEM_STRICT);
+    cell1 = setText(req->cells[1].nodeset);
+    ck_assert_str_eq(cell1, "2");
+    ck_assert(!req->has_pins);
+}
+END_TEST
+
+START_TEST(test_domain_types)
+{
+    static const struct {
+        const char *xml;
+        bool qemu;
+    } types[] = {
+        {"<domain type='kvm'><name>a</name></domain>", true},
+        {"<domain type='qemu'><name>a</name></domain>", true},
+        {"<domain type='xen'><name>a</name></domain>", false},
+        {"<domain type='lxc'><name>a</name></domain>", false},
+        {"<domain type='bhyve'><name>a</name></domain>", false},
+        {"<domain><name>a</name></domain>", false},
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(types); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autoptr(vpRequest) req = parseText(types[i].xml, &err);
+
+        ck_assert_msg(req, "%s", err ? err->message : "");
+        ck_assert_int_eq(vpRequestIsQemu(req), types[i].qemu);
+        ck_assert_int_eq(vpDomXMLIsQemu(types[i].xml, strlen(types[i].xml)), types[i].qemu);
+    }
 }
 END_TEST
 
@@ -286,6 +361,45 @@ static const struct {
     {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0' group='a b'/>"
        "</metadata>"),
      "policy element: group='a b' is not 1 to 64 characters of A-Z a-z 0-9 . _ -"},
+    {D("<memory unit='MiB'>lots</memory>"), "domain XML: <memory> 'lots' is not a whole number"},
+    {D("<memory unit='parsecs'>1</memory>"),
+     "domain XML: <memory> unit 'parsecs' is not one of b, KB, KiB, MB, MiB, GB, GiB, TB, TiB, "
+     "PB, PiB, EB, EiB (or k, M, G, T, P, E)"},
+    {D("<memory unit='EiB'>99</memory>"), "domain XML: <memory> '99 EiB' is too large"},
+    {D("<memoryBacking><hugepages><page size='3' unit='M'/></hugepages></memoryBacking>"),
+     "domain XML: <page size='3'> is not a power of two bytes"},
+    {D("<memoryBacking><hugepages><page unit='M'/></hugepages></memoryBacking>"),
+     "domain XML: <page> lacks the size attribute"},
+    {D("<numatune><memory mode='nearby' nodeset='0'/></numatune>"),
+     "domain XML: <memory mode='nearby'> is not one of strict, restrictive, preferred, "
+     "interleave"},
+    {D("<numatune><memory mode='strict' nodeset='0-'/></numatune>"),
+     "domain XML: <numatune><memory> nodeset='0-' is not a node set of 0..16383 (e.g. 0-7,^3)"},
+    {D("<numatune><memory mode='strict' placement='numad'/></numatune>"),
+     "domain XML: <numatune><memory placement='numad'> is not one of static, auto"},
+    {D("<numatune><memory mode='strict'/></numatune>"),
+     "domain XML: <numatune><memory> has neither nodeset nor placement='auto'"},
+    {D("<vcpu>2</vcpu><cpu><numa><cell id='0' cpus='0-3' memory='1024'/></numa></cpu>"),
+     "domain XML: <cell id='0'> cpus='0-3' names vCPUs beyond <vcpu> 2"},
+    {D("<vcpu>4</vcpu><cpu><numa><cell id='0' cpus='0-1' memory='1'/>"
+       "<cell id='1' cpus='1-2' memory='1'/></numa></cpu>"),
+     "domain XML: <cell id='1'> cpus='1-2' names vCPUs another cell has"},
+    {D("<vcpu>2</vcpu><cpu><numa><cell id='0' cpus='0-1'/></numa></cpu>"),
+     "domain XML: <cell id='0'> lacks the memory attribute"},
+    {D("<vcpu>2</vcpu><numatune><memnode cellid='3' mode='strict' nodeset='0'/></numatune>"),
+     "domain XML: <memnode cellid='3'> names no guest NUMA <cell>"},
+    {D("<vcpu>2</vcpu><cputune><vcpusched vcpus='0' scheduler='deadline'/></cputune>"),
+     "domain XML: <vcpusched scheduler='deadline'> is not one of batch, idle, fifo, rr, other"},
+    {D("<vcpu>2</vcpu><cputune><vcpusched vcpus='0-5' scheduler='fifo'/></cputune>"),
+     "domain XML: <vcpusched vcpus='0-5'> names vCPUs beyond <vcpu> 2"},
+    {D("<vcpu>2</vcpu><cputune><iothreadpin iothread='1' cpuset='x'/></cputune>"),
+     "domain XML: <iothreadpin iothread='1'> cpuset='x' is not a CPU set of 0..16383 (e.g. "
+     "0-7,^3)"},
+    {D("<vcpu current='1'>2</vcpu><vcpus><vcpu id='0' enabled='yes'/>"
+       "<vcpu id='1' enabled='yes'/></vcpus>"),
+     "domain XML: <vcpus> enables 2 vCPUs, but <vcpu current> is 1"},
+    {D("<vcpu current='1'>2</vcpu><vcpus><vcpu id='0' enabled='maybe'/></vcpus>"),
+     "domain XML: <vcpus><vcpu id='0' enabled='maybe'> is not yes or no"},
 };
 
 START_TEST(test_bad_values)
@@ -755,6 +869,8 @@ vpTestSuite(void)
     tcase_add_test(tc, test_libvirt_output);
     tcase_add_test(tc, test_escapes);
     tcase_add_loop_test(tc, test_bad_values, 0, G_N_ELEMENTS(bad));
+    tcase_add_test(tc, test_numa_elements);
+    tcase_add_test(tc, test_domain_types);
     tcase_add_test(tc, test_long_value_is_cut_in_message);
     tcase_add_test(tc, test_malformed);
     tcase_add_test(tc, test_malformed_file);

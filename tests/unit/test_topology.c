@@ -258,6 +258,64 @@ START_TEST(test_hybrid_core_sizes)
 }
 END_TEST
 
+/* hwloc's synthetic memory attribute gives each node its memory; without it and without
+ * local_memory a node's memory is unknown (0), and the operator's value fills it in. */
+START_TEST(test_node_memory_synthetic)
+{
+    g_autoptr(vpTopology) topo = load("synthetic:pack:2 numa:2(memory=64GB) core:2 pu:2");
+    g_autoptr(vpTopology) bare = load("synthetic:pack:1 numa:2 core:2 pu:1");
+
+    ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_NUMA), 4);
+    for (int n = 0; n < 4; n++) {
+        ck_assert_uint_eq(vpTopologyGroup(topo, VP_LEVEL_NUMA, n)->os, n);
+        ck_assert_uint_eq(vpTopologyGroup(topo, VP_LEVEL_NUMA, n)->memory, 64000000000ULL);
+    }
+    vpTopologySetUnknownMemory(bare, 1ULL << 30);
+    for (int n = 0; n < 2; n++)
+        ck_assert(vpTopologyGroup(bare, VP_LEVEL_NUMA, n)->memory > 0);
+}
+END_TEST
+
+/* POWER numbers its nodes 0,1,4,5,8,...: the model carries the OS number, not hwloc's
+ * logical index, and the memory and huge page pools of the export. */
+START_TEST(test_node_os_numbers)
+{
+    g_autofree char *ppc = sharedFile("256ppc-8n8s4t.xml");
+    g_autofree char *side = sharedFile("memorysidecaches.xml");
+    g_autofree char *epyc = sharedFile("AMD-17h-Zen-2xEpyc-7451.xml");
+    g_autoptr(vpTopology) topo = NULL;
+    static const unsigned want[] = {0, 1, 4, 5, 8, 9, 12, 13};
+    const vpGroup *g;
+
+    if (!ppc || !side || !epyc) {
+        printf("SKIP: ../shared/topologies absent; node numbers not checked\n");
+        return;
+    }
+    topo = load(ppc);
+    ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_NUMA), 8);
+    for (int n = 0; n < 8; n++) {
+        g = vpTopologyGroup(topo, VP_LEVEL_NUMA, n);
+        ck_assert_uint_eq(g->os, want[n]);
+        ck_assert(g->memory > 0);
+        ck_assert_int_eq(vpTopologyNodeByOS(topo, want[n]), n);
+    }
+    ck_assert_int_eq(vpTopologyNodeByOS(topo, 2), -1);
+    g_clear_pointer(&topo, vpTopologyFree);
+
+    topo = load(side);
+    g = vpTopologyGroup(topo, VP_LEVEL_NUMA, vpTopologyNodeByOS(topo, 2));
+    ck_assert_uint_eq(g->npools, 2);
+    ck_assert_uint_eq(g->pools[0].size, 2ULL << 20);
+    ck_assert_uint_eq(g->pools[1].size, 1ULL << 30);
+    g_clear_pointer(&topo, vpTopologyFree);
+
+    topo = load(epyc);
+    ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_NUMA), 8);
+    for (int n = 0; n < 8; n++)
+        ck_assert_uint_eq(vpTopologyGroup(topo, VP_LEVEL_NUMA, n)->memory, 0);
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -274,6 +332,8 @@ vpTestSuite(void)
     tcase_add_loop_test(tc, test_hostile_sources, 0, G_N_ELEMENTS(hostile));
     tcase_add_loop_test(tc, test_real, 0, G_N_ELEMENTS(real));
     tcase_add_test(tc, test_hybrid_core_sizes);
+    tcase_add_test(tc, test_node_memory_synthetic);
+    tcase_add_test(tc, test_node_os_numbers);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,7 +11,8 @@ import time
 
 class Host:
     """The flat PU list of `vcpuplace topology --json`: per Linux CPU its core, L3, NUMA node
-    and package (dense indexes), and whether it may be handed out."""
+    (Linux number) and package (dense indexes), whether it may be handed out, and the
+    memory of each node."""
 
     def __init__(self, doc):
         self.source = doc["source"]
@@ -31,6 +32,8 @@ class Host:
         self.usable.sort()
         self.smt = max(len(c) for c in self.cores.values())
         self.numa_nodes = sorted(set(self.numa_of.values()))
+        # bytes per Linux node number; None where the export gives none (no limit)
+        self.node_memory = {n["numa"]: n["memory"] for n in doc.get("nodes", [])}
 
     @classmethod
     def load(cls, path):
@@ -39,6 +42,16 @@ class Host:
 
     def siblings(self, cpu):
         return self.cores[self.core_of[cpu]]
+
+
+def memory_bytes(text):
+    """A trace's "memory" ("4GiB", "512MiB", "8GB"), in bytes; None when absent."""
+    if text is None:
+        return None
+    units = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+             "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+    digits = len(text) - len(text.lstrip("0123456789"))
+    return int(text[:digits]) * units[text[digits:]]
 
 
 def read_trace(path):

@@ -11,7 +11,10 @@ resource tracker does. Only numa_fit_instance_to_host() is timed.
 Host cells: one per NUMA node, with cpuset == pcpuset (the legacy vcpu_pin_set layout,
 the only one in which Nova's isolate policy pins a core and holds its siblings; with
 cpu_dedicated_set Nova refuses isolate on an SMT host, bug #1889633), siblings per core,
-4 KiB pages and memory far beyond what the trace asks, so that only CPUs decide.
+4 KiB pages, and the node's real memory less the 512 MiB per node vcpuplace keeps for the
+host (VP_DEFAULT_NODE_RESERVE), so both sides fit memory against the same figures. Where
+the export gives a node no memory, memory far beyond what the trace asks, as vcpuplace
+then treats memory as no limit. A VM asks the trace's "memory", else 1 GiB.
 
 Flavors: Nova confines a dedicated VM to one NUMA node unless hw:numa_nodes says more, so a
 VM larger than a node gets the fewest nodes that hold it with an even split (what an
@@ -21,6 +24,8 @@ refused by Nova.
 
 import time
 
+from common import memory_bytes
+
 import nova.conf
 from nova import objects
 from nova.virt import hardware
@@ -28,7 +33,8 @@ from nova.virt import hardware
 objects.register_all()
 nova.conf.CONF([], project="nova", default_config_files=[])
 
-HOST_CELL_MEMORY_MB = 1 << 22
+UNKNOWN_CELL_MEMORY_MB = 1 << 22
+NODE_RESERVE_MB = 512
 VM_MEMORY_MB = 1024
 
 # vcpuplace's smt vocabulary to hw:cpu_thread_policy (DESIGN.md's table).
@@ -46,10 +52,13 @@ class NovaPlacer:
             cpus = {c for c in host.usable if host.numa_of[c] == numa}
             cores = sorted({host.core_of[c] for c in cpus})
             siblings = [set(host.cores[core]) & cpus for core in cores]
+            node_bytes = host.node_memory.get(numa)
+            memory_mb = (max(0, node_bytes // (1 << 20) - NODE_RESERVE_MB) if node_bytes
+                         else UNKNOWN_CELL_MEMORY_MB)
             cells.append(objects.NUMACell(
-                id=numa, cpuset=set(cpus), pcpuset=set(cpus), memory=HOST_CELL_MEMORY_MB,
+                id=numa, cpuset=set(cpus), pcpuset=set(cpus), memory=memory_mb,
                 cpu_usage=0, memory_usage=0, pinned_cpus=set(), siblings=siblings,
-                mempages=[objects.NUMAPagesTopology(size_kb=4, total=HOST_CELL_MEMORY_MB * 256,
+                mempages=[objects.NUMAPagesTopology(size_kb=4, total=memory_mb * 256,
                                                     used=0, reserved=0)],
                 socket=host.package_of[min(cpus)] if cpus else 0))
         self.topology = objects.NUMATopology(cells=cells)
@@ -74,7 +83,9 @@ class NovaPlacer:
         nodes = self._numa_nodes(ev["vcpus"], policy)
         if nodes > 1:
             extra["hw:numa_nodes"] = str(nodes)
-        flavor = objects.Flavor(vcpus=ev["vcpus"], memory_mb=VM_MEMORY_MB, extra_specs=extra)
+        asked = memory_bytes(ev.get("memory"))
+        memory_mb = asked // (1 << 20) if asked else VM_MEMORY_MB
+        flavor = objects.Flavor(vcpus=ev["vcpus"], memory_mb=memory_mb, extra_specs=extra)
         wanted = hardware.numa_get_constraints(flavor, self.image)
         return self._fit(ev["name"], wanted)
 

@@ -1,0 +1,217 @@
+/*
+ * NUMA and memory end to end on libvirt's test driver: vcpuplaced in-process, domains
+ * started with <numatune>, <vcpu cpuset>, <emulatorpin> and guest cells on a host of 8 NUMA
+ * nodes with 48 GB each (testnode-256.xml for libvirt, the same machine for hwloc), and
+ * what libvirt's live pins say checked against the plan and the domains' own statements.
+ * The test driver pins but runs nothing: /proc has no threads to compare (the e2e tier's
+ * job).
+ */
+#include "harness.h"
+
+#include "core/ledger.h"
+#include "daemon/manager.h"
+#include "libvirt/pinning.h"
+
+#include <check.h>
+#include <libvirt/virterror.h>
+#include <string.h>
+
+/* testnode-256.xml: 2 packages x 4 NUMA x 2 L3 x 8 cores x 2 threads; nodes are 0..7 and
+ * node N holds CPUs 32N..32N+31. */
+#define NUMA_TOPOLOGY "synthetic:pack:2 group:4 [numa(memory=48GB)] l3:2 core:8 pu:2"
+#define NUMA_URI "test:///" VP_TOPDIR "/xml/testnode-256.xml"
+
+static char *
+numaDomain(const char *name, const char *vcpu, const char *body)
+{
+    return g_strdup_printf("<domain type='test'><name>%s</name><memory unit='GiB'>4</memory>%s"
+                           "<os><type>hvm</type></os>%s</domain>",
+                           name, vcpu, body);
+}
+
+static int
+nodeOfCpu(int cpu)
+{
+    return cpu / 32;
+}
+
+/* What libvirt's live vCPU pins say for vCPU v: its one CPU, or -1. */
+static int
+livePin(virDomainPtr dom, int ncpus, unsigned v)
+{
+    int maplen = VIR_CPU_MAPLEN(ncpus);
+    g_autofree unsigned char *maps = g_malloc0((gsize)maplen * 64);
+    int n = virDomainGetVcpuPinInfo(dom, 64, maps, maplen, 0);
+    int found = -1, count = 0;
+
+    ck_assert_msg(n > (int)v, "vcpupin info: %s", virGetLastErrorMessage());
+    for (int cpu = 0; cpu < ncpus; cpu++) {
+        if (VIR_CPU_USED(VIR_GET_CPUMAP(maps, maplen, v), cpu)) {
+            found = cpu;
+            count++;
+        }
+    }
+    return count == 1 ? found : -1;
+}
+
+static vpDaemon *
+start(virDomainPtr *dom, const char *xml)
+{
+    vpDaemon *d = startDaemon();
+
+    *dom = define(vpDaemonLibvirt(d), xml);
+    ck_assert_int_eq(virDomainCreate(*dom), 0);
+    waitIdle(d);
+    return d;
+}
+
+START_TEST(test_strict_nodeset)
+{
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autofree char *xml = numaDomain("strict", "<vcpu>4</vcpu>",
+                                      "<numatune><memory mode='strict' nodeset='5'/></numatune>"
+                                      "<metadata><vcpuplace:policy xmlns:vcpuplace='" POLICY_NS
+                                      "' smt='isolate'/></metadata>");
+    virDomainPtr dom;
+    g_autoptr(vpDaemon) d = start(&dom, xml);
+    const vpPlan *plan = vpManagerPlan(vpDaemonManager(d), "strict");
+
+    ck_assert_ptr_nonnull(plan);
+    ck_assert_int_eq(plan->how, VP_HOW_PLACED);
+    for (unsigned v = 0; v < 4; v++) {
+        ck_assert_int_eq(nodeOfCpu(plan->vcpu_pu[v]), 5);
+        ck_assert_int_eq(livePin(dom, 256, v), plan->vcpu_pu[v]);
+    }
+    ck_assert_uint_eq(vpPlanMemoryOn(plan, 5), 4ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(vpDaemonManager(d)), 5, 0), 4ULL << 30);
+    virDomainDestroy(dom);
+    virDomainFree(dom);
+}
+END_TEST
+
+START_TEST(test_cpuset_constraint)
+{
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autofree char *xml = numaDomain("shared", "<vcpu cpuset='40-47'>4</vcpu>", "");
+    virDomainPtr dom;
+    g_autoptr(vpDaemon) d = start(&dom, xml);
+    const vpPlan *plan = vpManagerPlan(vpDaemonManager(d), "shared");
+
+    ck_assert_ptr_nonnull(plan);
+    ck_assert_int_eq(plan->how, VP_HOW_PLACED);
+    for (unsigned v = 0; v < 4; v++) {
+        ck_assert_int_ge(plan->vcpu_pu[v], 40);
+        ck_assert_int_le(plan->vcpu_pu[v], 47);
+        ck_assert_int_eq(livePin(dom, 256, v), plan->vcpu_pu[v]);
+    }
+    virDomainDestroy(dom);
+    virDomainFree(dom);
+}
+END_TEST
+
+/* The domain's own emulator pin is kept by libvirt and held: the next domain avoids it. */
+START_TEST(test_emulatorpin_kept_and_held)
+{
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autofree char *xml =
+        numaDomain("emu", "<vcpu>2</vcpu>", "<cputune><emulatorpin cpuset='0-1'/></cputune>");
+    g_autofree char *other = numaDomain("next", "<vcpu>2</vcpu>",
+                                        "<metadata><vcpuplace:policy xmlns:vcpuplace='" POLICY_NS
+                                        "' smt='share'/></metadata>");
+    virDomainPtr dom, dom2;
+    g_autoptr(vpDaemon) d = start(&dom, xml);
+    vpManager *m = vpDaemonManager(d);
+    const vpPlan *plan = vpManagerPlan(m, "emu");
+    const vpPlan *plan2;
+    unsigned char map[32] = {0};
+    g_autoptr(GError) err = NULL;
+
+    ck_assert_ptr_nonnull(plan);
+    ck_assert_int_eq(virDomainGetEmulatorPinInfo(dom, map, sizeof(map), 0), 1);
+    ck_assert_int_eq(map[0], 0x3);
+    for (int i = 1; i < 32; i++)
+        ck_assert_int_eq(map[i], 0);
+    ck_assert_int_eq(hwloc_bitmap_weight(plan->own), 2);
+    ck_assert_int_eq(vpLedgerOwner(vpManagerLedger(m), 0).kind, VP_OWN_PINNED);
+
+    dom2 = define(vpDaemonLibvirt(d), other);
+    ck_assert_int_eq(virDomainCreate(dom2), 0);
+    waitIdle(d);
+    plan2 = vpManagerPlan(m, "next");
+    ck_assert_ptr_nonnull(plan2);
+    for (unsigned v = 0; v < 2; v++)
+        ck_assert_int_gt(plan2->vcpu_pu[v], 1);
+    ck_assert_msg(vpLedgerCheck(vpManagerLedger(m), &err), "%s", err ? err->message : "");
+    virDomainDestroy(dom2);
+    virDomainDestroy(dom);
+    virDomainFree(dom2);
+    virDomainFree(dom);
+}
+END_TEST
+
+/* Guest cells with memnodes: each cell's vCPUs on its memnode's node, as libvirt shows. */
+START_TEST(test_cells_memnode)
+{
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autofree char *xml = numaDomain(
+        "cells", "<vcpu>4</vcpu>",
+        "<cpu><numa><cell id='0' cpus='0-1' memory='2' unit='GiB'/>"
+        "<cell id='1' cpus='2-3' memory='2' unit='GiB'/></numa></cpu>"
+        "<numatune><memory mode='strict' nodeset='2,6'/><memnode cellid='0' mode='strict' "
+        "nodeset='6'/><memnode cellid='1' mode='strict' nodeset='2'/></numatune>");
+    virDomainPtr dom;
+    g_autoptr(vpDaemon) d = start(&dom, xml);
+    const vpPlan *plan = vpManagerPlan(vpDaemonManager(d), "cells");
+
+    ck_assert_ptr_nonnull(plan);
+    for (unsigned v = 0; v < 4; v++) {
+        ck_assert_int_eq(nodeOfCpu(plan->vcpu_pu[v]), v < 2 ? 6 : 2);
+        ck_assert_int_eq(livePin(dom, 256, v), plan->vcpu_pu[v]);
+    }
+    ck_assert_uint_eq(vpPlanMemoryOn(plan, 6), 2ULL << 30);
+    ck_assert_uint_eq(vpPlanMemoryOn(plan, 2), 2ULL << 30);
+    virDomainDestroy(dom);
+    virDomainFree(dom);
+}
+END_TEST
+
+/* Other drivers' domains are left alone: the hook lets them start, nothing is recorded. */
+START_TEST(test_non_qemu_left_alone)
+{
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+    const char *xen = "<domain type='xen'><name>xen1</name><vcpu>2</vcpu></domain>";
+    const char *argv[] = {VP_HOOK, "xen1", "prepare", "begin", "-", NULL};
+    g_autofree char *err = NULL;
+
+    ck_assert_int_eq(run(argv, xen, NULL, &err), 0);
+    waitIdle(d);
+    ck_assert_ptr_null(vpManagerRecord(vpDaemonManager(d), "xen1"));
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(vpDaemonManager(d))), 0);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("integration-numa");
+    TCase *tc = tcase_create("integration");
+    SRunner *sr;
+    int failed;
+
+    if (!g_getenv("VP_VERBOSE"))
+        g_log_set_writer_func(quietWriter, NULL, NULL);
+    tcase_add_checked_fixture(tc, setupTmp, teardownTmp);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_strict_nodeset);
+    tcase_add_test(tc, test_cpuset_constraint);
+    tcase_add_test(tc, test_emulatorpin_kept_and_held);
+    tcase_add_test(tc, test_cells_memnode);
+    tcase_add_test(tc, test_non_qemu_left_alone);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
