@@ -215,16 +215,14 @@ vpCmdTopology(int argc, char **argv)
         return VP_EXIT_ERROR;
     }
     if (live) {
-        if (!loadLive(&opts, socket, &topo, &ledger, &error)) {
-            vpCliError("topology", error);
-            return VP_EXIT_ERROR;
-        }
+        if (!loadLive(&opts, socket, &topo, &ledger, &error))
+            return vpLiveFail("topology", error);
     } else {
         if (!(topo = vpCliLoadTopology(&opts, &error))) {
             vpCliError("topology", error);
             return VP_EXIT_ERROR;
         }
-        ledger = ledger_path ? vpLedgerLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
+        ledger = vpCliLoadLedger(topo, ledger_path, &error);
         if (!ledger) {
             vpCliError("topology", error);
             return VP_EXIT_ERROR;

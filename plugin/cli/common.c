@@ -80,6 +80,18 @@ vpCliOptionsClear(vpCliOptions *opts)
     g_clear_pointer(&opts->config, g_free);
 }
 
+vpLedger *
+vpCliLoadLedger(const vpTopology *topo, const char *path, GError **error)
+{
+    if (!path)
+        return vpLedgerNew(topo);
+    if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "--ledger %s: no such file", path);
+        return NULL;
+    }
+    return vpLedgerLoad(topo, path, error);
+}
+
 void
 vpCliError(const char *cmd, const GError *error)
 {

@@ -584,6 +584,28 @@ vpDomXMLParseMetadata(xmlNodePtr root, vpRequest *req, GError **error)
     if (!meta)
         return TRUE;
     for (node = meta->children; node; node = node->next) {
+        const char *href = node->type == XML_ELEMENT_NODE && node->ns && node->ns->href
+                               ? (const char *)node->ns->href
+                               : NULL;
+        /* A typo in our namespace or element name would otherwise leave the domain on the
+         * defaults without a word. */
+        if (href && strcmp(href, VP_XML_NS) == 0 && !vpDomXMLIsPolicy(node)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: unknown element <%s> in namespace %s (the only one is <%s>)",
+                        node->name, VP_XML_NS, VP_XML_ELEMENT);
+            return FALSE;
+        }
+        if (href && strcmp((const char *)node->name, VP_XML_ELEMENT) == 0 &&
+            strcmp(href, VP_XML_NS) != 0) {
+            g_autofree char *folded = g_ascii_strdown(href, -1);
+            if (strstr(folded, "vcpuplace")) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "domain XML: <%s> in namespace '%s' is not vcpuplace's policy "
+                            "(namespace %s)",
+                            node->name, href, VP_XML_NS);
+                return FALSE;
+            }
+        }
         if (!vpDomXMLIsPolicy(node))
             continue;
         if (found) {

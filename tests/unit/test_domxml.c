@@ -285,6 +285,13 @@ static const struct {
     {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0' group='a b'/>"
        "</metadata>"),
      "policy element: group='a b' is not 1 to 64 characters of A-Z a-z 0-9 . _ -"},
+    {D("<metadata><p:polcy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'/></metadata>"),
+     "domain XML: unknown element <polcy> in namespace http://vcpuplace.org/xmlns/policy/1.0 "
+     "(the only one is <policy>)"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/0.9' smt='share'/>"
+       "</metadata>"),
+     "domain XML: <policy> in namespace 'http://vcpuplace.org/xmlns/policy/0.9' is not "
+     "vcpuplace's policy (namespace http://vcpuplace.org/xmlns/policy/1.0)"},
 };
 
 START_TEST(test_bad_values)
