@@ -27,6 +27,7 @@ static const vpCommand commands[] = {
     {"top", vpCmdTop, "per-vCPU run, wait and wakeups as vcpuplaced measures them (live)"},
     {"rebalance", vpCmdRebalance, "move waiting vCPUs now, or --dry-run: say what would (live)"},
     {"metrics", vpCmdMetrics, "vcpuplaced's Prometheus metrics (live)"},
+    {"capacity", vpCmdCapacity, "how many more VMs of each shape fit, host and per NUMA node"},
 };
 
 static void

@@ -139,9 +139,9 @@ replySet(JsonObject *o, const char *member, GError **error)
 
 /* The daemon's view: its topology source and CPU sets, loaded here the same way, and its
  * ledger read through the same strict reader as a file. */
-static gboolean
-loadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, vpLedger **ledger,
-         GError **error)
+gboolean
+vpCliLoadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, vpLedger **ledger,
+              GError **error)
 {
     g_auto(vpLiveOptions) live = {.config = g_strdup(opts->config), .socket = g_strdup(socket)};
     g_autoptr(JsonObject) req = json_object_new();
@@ -215,7 +215,7 @@ vpCmdTopology(int argc, char **argv)
         return VP_EXIT_ERROR;
     }
     if (live) {
-        if (!loadLive(&opts, socket, &topo, &ledger, &error))
+        if (!vpCliLoadLive(&opts, socket, &topo, &ledger, &error))
             return vpLiveFail("topology", error);
     } else {
         if (!(topo = vpCliLoadTopology(&opts, &error))) {

@@ -21,3 +21,4 @@ int vpCmdPinConfig(int argc, char **argv);
 int vpCmdTop(int argc, char **argv);
 int vpCmdRebalance(int argc, char **argv);
 int vpCmdMetrics(int argc, char **argv);
+int vpCmdCapacity(int argc, char **argv);
