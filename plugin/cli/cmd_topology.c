@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/live.h"
+#include "cli/picture.h"
 #include "core/ledger.h"
 #include "proto/proto.h"
 #include "host/hwtopo.h"
@@ -182,6 +183,7 @@ vpCmdTopology(int argc, char **argv)
     g_auto(vpCliOptions) opts = {0};
     g_autofree char *ledger_path = NULL;
     g_autofree char *socket = NULL;
+    g_autofree char *output = NULL;
     gboolean live = FALSE;
     g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
     GOptionEntry entries[] = {
@@ -191,6 +193,8 @@ vpCmdTopology(int argc, char **argv)
          "show the running daemon's topology and owners (socket from --config or --socket)", NULL},
         {"socket", 's', 0, G_OPTION_ARG_FILENAME, &socket, "the daemon's socket (with --live)",
          "PATH"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+         "draw the host with lstopo into FILE.png, .svg or .pdf", "FILE"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GError) error = NULL;
@@ -228,7 +232,12 @@ vpCmdTopology(int argc, char **argv)
             return VP_EXIT_ERROR;
         }
     }
-    if (opts.json) {
+    if (output) {
+        if (!vpPictureRender(topo, ledger, output, &error)) {
+            vpCliError("topology", error);
+            return VP_EXIT_ERROR;
+        }
+    } else if (opts.json) {
         g_autoptr(JsonNode) node = toJson(topo, ledger);
 
         vpCliPrintJson(node);

@@ -114,6 +114,22 @@ loadHwloc(hwloc_topology_t hw, const char *source, GError **error)
     return TRUE;
 }
 
+hwloc_topology_t
+vpHwtopoOpen(const char *source, GError **error)
+{
+    hwloc_topology_t hw;
+
+    if (hwloc_topology_init(&hw) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "hwloc_topology_init: %s", g_strerror(errno));
+        return NULL;
+    }
+    if (!loadHwloc(hw, source ? source : "host", error)) {
+        hwloc_topology_destroy(hw);
+        return NULL;
+    }
+    return hw;
+}
+
 vpTopology *
 vpHwtopoLoad(const char *source, hwloc_const_bitmap_t host, hwloc_const_bitmap_t housekeeping,
              GError **error)
