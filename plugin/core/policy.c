@@ -52,6 +52,14 @@ static const vpPolicyName unmetNames[] = {
     {NULL, 0},
 };
 
+static const vpPolicyName tenancyNames[] = {
+    {"off", VP_TENANCY_OFF},
+    {"nova", VP_TENANCY_NOVA},
+    {"kubevirt", VP_TENANCY_KUBEVIRT},
+    {"auto", VP_TENANCY_AUTO},
+    {NULL, 0},
+};
+
 static const char *
 vpPolicyNameOf(const vpPolicyName *table, int value)
 {
@@ -147,6 +155,12 @@ vpUnmetName(vpUnmet v)
     return vpPolicyNameOf(unmetNames, v);
 }
 
+const char *
+vpTenancyName(vpTenancy v)
+{
+    return vpPolicyNameOf(tenancyNames, v);
+}
+
 gboolean
 vpPolicyValidGroup(const char *group)
 {
@@ -235,6 +249,16 @@ vpPolicyLoadKeyFile(vpPolicy *policy, GKeyFile *kf, const char *group, GError **
                         local->message);
             vpPolicyClear(&parsed);
             return FALSE;
+        }
+        if (strcmp(keys[i], VP_TENANCY_KEY) == 0) {
+            int v;
+            if (!vpPolicyLookup(tenancyNames, VP_TENANCY_KEY, value, &v, &local)) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] %s", group, local->message);
+                vpPolicyClear(&parsed);
+                return FALSE;
+            }
+            parsed.tenancy = v;
+            continue;
         }
         if (!vpPolicySetAttr(&parsed, keys[i], value, &local)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "[%s] %s", group, local->message);
