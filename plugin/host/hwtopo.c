@@ -65,8 +65,8 @@ badSyntheticToken(const char *description)
         char *colon, *paren, *end;
         hwloc_obj_type_t type;
 
-        if (!*level)
-            continue;
+        if (!*level || *level == '[')
+            continue; /* empty, or a memory child such as "[numa]" */
         if ((paren = strchr(level, '(')))
             *paren = '\0';
         if (!(colon = strchr(level, ':'))) {
