@@ -102,6 +102,8 @@ main(int argc, char **argv)
 {
     vpHookCall hc;
     g_autofree char *why = NULL;
+    if (argc == 2 && strcmp(argv[1], "--version") == 0)
+        return printf("vcpuplace-hook %s\n", PROJECT_VERSION) < 0;
     if (!vpHookParseArgs(argc, argv, &hc, &why)) {
         if (why)
             fprintf(stderr, "%s\n", why);

@@ -3,7 +3,8 @@
 # (mandoc -T lint -W warning) and without a groff warning (man --warnings, as lintian runs
 # it); vcpuplace(1) has a section for every subcommand `vcpuplace help` lists and names every
 # long option each subcommand's --help-all shows; vcpuplaced.conf(5) names every key of the
-# example configuration; `--version` on the daemon and the CLI prints the tree's version.
+# example configuration; `--version` on the daemon, the CLI and the hook prints the tree's
+# version.
 set -euo pipefail
 build=${VP_BUILDDIR:?}
 version=${VP_VERSION:?}
@@ -37,4 +38,6 @@ done
 
 [ "$("$cli" --version)" = "vcpuplace $version" ] || fail "vcpuplace --version: $("$cli" --version)"
 [ "$("$daemon" --version)" = "vcpuplaced $version" ] || fail "vcpuplaced --version: $("$daemon" --version)"
+hook=$build/plugin/hook/vcpuplace-hook
+[ "$("$hook" --version)" = "vcpuplace-hook $version" ] || fail "vcpuplace-hook --version: $("$hook" --version)"
 echo "docs: all checks passed"

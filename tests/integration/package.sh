@@ -52,6 +52,8 @@ dpkg -i "$deb" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "dpkg 
 installed=1
 [ "$(vcpuplace --version)" = "vcpuplace $version" ] || fail "installed vcpuplace --version: $(vcpuplace --version)"
 [ "$(/usr/sbin/vcpuplaced --version)" = "vcpuplaced $version" ] || fail "installed vcpuplaced --version"
+[ "$(/etc/libvirt/hooks/qemu.d/vcpuplace --version)" = "vcpuplace-hook $version" ] ||
+    fail "installed hook --version"
 for f in /usr/sbin/vcpuplaced /usr/bin/vcpuplace /etc/libvirt/hooks/qemu.d/vcpuplace; do
     [ -x "$f" ] || fail "$f not installed executable"
 done
