@@ -27,12 +27,13 @@ static const vpCommand commands[] = {
     {"top", vpCmdTop, "per-vCPU run, wait and wakeups as vcpuplaced measures them (live)"},
     {"rebalance", vpCmdRebalance, "move waiting vCPUs now, or --dry-run: say what would (live)"},
     {"metrics", vpCmdMetrics, "vcpuplaced's Prometheus metrics (live)"},
+    {"capacity", vpCmdCapacity, "how many more VMs of each shape fit, host and per NUMA node"},
 };
 
 static void
 usage(FILE *out)
 {
-    fprintf(out, "Usage: vcpuplace COMMAND [OPTIONS]\n\nCommands:\n");
+    fprintf(out, "Usage: vcpuplace COMMAND [OPTIONS]\n       vcpuplace --version\n\nCommands:\n");
     for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'vcpuplace COMMAND --help' describes each.\n");
@@ -49,6 +50,10 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage(stdout);
+        return VP_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+        printf("vcpuplace %s\n", PROJECT_VERSION);
         return VP_EXIT_OK;
     }
     for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {

@@ -63,6 +63,46 @@ proposedPlan(const char *socket, virDomainPtr dom, GError **error)
     return vpPlanFromJson(pn, error);
 }
 
+/* --json: {"domain", "written", "own_pins", "vcpus": [{"vcpu", "cpu"}], "emulator"}; plan
+ * NULL when the domain carries its own pins and nothing was written. */
+static void
+describeJson(const char *name, const vpPlan *plan, gboolean done)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "domain");
+    json_builder_add_string_value(b, name);
+    json_builder_set_member_name(b, "written");
+    json_builder_add_boolean_value(b, done);
+    json_builder_set_member_name(b, "own_pins");
+    json_builder_add_boolean_value(b, plan == NULL);
+    json_builder_set_member_name(b, "vcpus");
+    json_builder_begin_array(b);
+    for (unsigned i = 0; plan && i < plan->nvcpus; i++) {
+        if (plan->vcpu_pu[i] < 0)
+            continue;
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "vcpu");
+        json_builder_add_int_value(b, i);
+        json_builder_set_member_name(b, "cpu");
+        json_builder_add_int_value(b, plan->vcpu_pu[i]);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "emulator");
+    if (plan && plan->emulator && !hwloc_bitmap_iszero(plan->emulator)) {
+        g_autofree char *list = vpCpuListFormat(plan->emulator);
+        json_builder_add_string_value(b, list);
+    } else {
+        json_builder_add_null_value(b);
+    }
+    json_builder_end_object(b);
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    g_autofree char *text = json_to_string(root, TRUE);
+    printf("%s\n", text);
+}
+
 static void
 describe(const char *name, const vpPlan *plan, gboolean done)
 {
@@ -81,9 +121,10 @@ int
 vpCmdPinConfig(int argc, char **argv)
 {
     g_auto(vpLiveOptions) live = {0};
-    gboolean dry_run = FALSE;
+    gboolean dry_run = FALSE, json = FALSE;
     GOptionEntry entries[] = {
         {"dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run, "show the pins, write nothing", NULL},
+        {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print the pins as JSON", NULL},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx =
@@ -119,15 +160,14 @@ vpCmdPinConfig(int argc, char **argv)
     if (!plan)
         return vpLiveFail("pin-config", err);
     if (plan->how == VP_HOW_PINNED) {
-        printf("%s: already carries its own <cputune> pins; nothing to write\n", name);
+        if (json)
+            describeJson(name, NULL, FALSE);
+        else
+            printf("%s: already carries its own <cputune> pins; nothing to write\n", name);
         return VP_EXIT_OK;
     }
-    if (dry_run) {
-        describe(name, plan, FALSE);
-        return VP_EXIT_OK;
-    }
-    if (!vpVirPinsApply(dom, plan, VIR_DOMAIN_AFFECT_CONFIG, &err))
+    if (!dry_run && !vpVirPinsApply(dom, plan, VIR_DOMAIN_AFFECT_CONFIG, &err))
         return vpLiveFail("pin-config", err);
-    describe(name, plan, TRUE);
+    (json ? describeJson : describe)(name, plan, !dry_run);
     return VP_EXIT_OK;
 }

@@ -11,6 +11,7 @@
 #include "libvirt/domxml.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int
 vpCmdPlan(int argc, char **argv)
@@ -18,7 +19,7 @@ vpCmdPlan(int argc, char **argv)
     g_auto(vpCliOptions) opts = {0};
     g_autofree char *ledger_path = NULL;
     gint max_moves = VP_COMPACT_MAX_MOVES;
-    g_autoptr(GOptionContext) octx = g_option_context_new("DOMAIN.xml");
+    g_autoptr(GOptionContext) octx = g_option_context_new("DOMAIN.xml|-");
     GOptionEntry entries[] = {
         {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &ledger_path, "ledger (JSON) of PUs already held",
          "FILE"},
@@ -34,8 +35,10 @@ vpCmdPlan(int argc, char **argv)
     vpPolicy defaults;
     vpCompactConfig compact;
 
-    g_option_context_set_summary(octx, "Place one domain on a topology without applying it.\n"
-                                       "Exit status: 0 placed, 2 refused by policy, 1 bad input.");
+    g_option_context_set_summary(
+        octx,
+        "Place one domain on a topology without applying it (DOMAIN.xml \"-\": standard input).\n"
+        "Exit status: 0 placed, 2 refused by policy, 1 bad input.");
     g_option_context_add_main_entries(octx, entries, NULL);
     g_option_context_add_group(octx, vpCliOptionGroup(&opts));
     if (!g_option_context_parse(octx, &argc, &argv, &error)) {
@@ -53,13 +56,15 @@ vpCmdPlan(int argc, char **argv)
     compact.max_moves = (unsigned)max_moves;
     if (!vpCliLoadDefaults(&opts, &defaults, &error) ||
         !(topo = vpCliLoadTopology(&opts, &error)) ||
-        !(req = vpDomXMLParseFile(argv[1], &defaults, &error))) {
+        /* "-": standard input, for `virsh dumpxml D | vcpuplace plan -`. */
+        !(req = vpDomXMLParseFile(strcmp(argv[1], "-") == 0 ? "/dev/stdin" : argv[1], &defaults,
+                                  &error))) {
         vpPolicyClear(&defaults);
         vpCliError("plan", error);
         return VP_EXIT_ERROR;
     }
     vpPolicyClear(&defaults);
-    ledger = ledger_path ? vpLedgerFileLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
+    ledger = vpCliLoadLedger(topo, ledger_path, &error);
     if (!ledger) {
         vpCliError("plan", error);
         return VP_EXIT_ERROR;

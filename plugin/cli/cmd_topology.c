@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/live.h"
+#include "cli/picture.h"
 #include "core/ledger.h"
 #include "core/request.h"
 #include "proto/proto.h"
@@ -207,9 +208,9 @@ replySet(JsonObject *o, const char *member, GError **error)
 
 /* The daemon's view: its topology source and CPU sets, loaded here the same way, and its
  * ledger read through the same strict reader as a file. */
-static gboolean
-loadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, vpLedger **ledger,
-         GError **error)
+gboolean
+vpCliLoadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, vpLedger **ledger,
+              GError **error)
 {
     g_auto(vpLiveOptions) live = {.config = g_strdup(opts->config), .socket = g_strdup(socket)};
     g_autoptr(JsonObject) req = json_object_new();
@@ -250,6 +251,7 @@ vpCmdTopology(int argc, char **argv)
     g_auto(vpCliOptions) opts = {0};
     g_autofree char *ledger_path = NULL;
     g_autofree char *socket = NULL;
+    g_autofree char *output = NULL;
     gboolean live = FALSE;
     g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
     GOptionEntry entries[] = {
@@ -259,6 +261,8 @@ vpCmdTopology(int argc, char **argv)
          "show the running daemon's topology and owners (socket from --config or --socket)", NULL},
         {"socket", 's', 0, G_OPTION_ARG_FILENAME, &socket, "the daemon's socket (with --live)",
          "PATH"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+         "draw the host with lstopo into FILE.png, .svg or .pdf", "FILE"},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GError) error = NULL;
@@ -283,22 +287,25 @@ vpCmdTopology(int argc, char **argv)
         return VP_EXIT_ERROR;
     }
     if (live) {
-        if (!loadLive(&opts, socket, &topo, &ledger, &error)) {
-            vpCliError("topology", error);
-            return VP_EXIT_ERROR;
-        }
+        if (!vpCliLoadLive(&opts, socket, &topo, &ledger, &error))
+            return vpLiveFail("topology", error);
     } else {
         if (!(topo = vpCliLoadTopology(&opts, &error))) {
             vpCliError("topology", error);
             return VP_EXIT_ERROR;
         }
-        ledger = ledger_path ? vpLedgerFileLoad(topo, ledger_path, &error) : vpLedgerNew(topo);
+        ledger = vpCliLoadLedger(topo, ledger_path, &error);
         if (!ledger) {
             vpCliError("topology", error);
             return VP_EXIT_ERROR;
         }
     }
-    if (opts.json) {
+    if (output) {
+        if (!vpPictureRender(topo, ledger, output, &error)) {
+            vpCliError("topology", error);
+            return VP_EXIT_ERROR;
+        }
+    } else if (opts.json) {
         g_autoptr(JsonNode) node = toJson(topo, ledger);
 
         vpCliPrintJson(node);

@@ -5,6 +5,7 @@
 #include "cli/common.h"
 
 #include "conf/conf.h"
+#include "host/ledgerfile.h"
 #include "core/request.h"
 #include "host/hwtopo.h"
 
@@ -79,7 +80,7 @@ vpCliLoadDefaults(const vpCliOptions *opts, vpPolicy *defaults, GError **error)
     for (size_t i = 0; ok && i < vpConfCount(conf, "policy"); i++) {
         const char *key, *value;
         vpConfAt(conf, "policy", i, &key, &value);
-        ok = vpPolicySetAttr(defaults, key, value, error);
+        ok = vpPolicySetDefault(defaults, key, value, error);
     }
     if (!ok)
         g_prefix_error(error, "%s: ", opts->config);
@@ -95,6 +96,18 @@ vpCliOptionsClear(vpCliOptions *opts)
     g_clear_pointer(&opts->housekeeping, g_free);
     g_clear_pointer(&opts->config, g_free);
     g_clear_pointer(&opts->node_memory, g_free);
+}
+
+vpLedger *
+vpCliLoadLedger(const vpTopology *topo, const char *path, GError **error)
+{
+    if (!path)
+        return vpLedgerNew(topo);
+    if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "--ledger %s: no such file", path);
+        return NULL;
+    }
+    return vpLedgerFileLoad(topo, path, error);
 }
 
 void

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include "core/ledger.h"
 #include "core/policy.h"
 #include "core/topology.h"
 
@@ -24,6 +25,9 @@ vpTopology *vpCliLoadTopology(const vpCliOptions *opts, GError **error);
 gboolean vpCliLoadDefaults(const vpCliOptions *opts, vpPolicy *defaults, GError **error);
 void vpCliOptionsClear(vpCliOptions *opts);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpCliOptions, vpCliOptionsClear)
+/* The ledger named by --ledger (which must exist: an empty host in place of a mistyped
+ * path would place as if nothing ran), or an empty one when path is NULL. */
+vpLedger *vpCliLoadLedger(const vpTopology *topo, const char *path, GError **error);
 /* Prints "vcpuplace CMD: message" to stderr. */
 void vpCliError(const char *cmd, const GError *error);
 /* Prints a JSON node to stdout, pretty, with a newline. */

@@ -83,6 +83,8 @@ vpLiveFail(const char *cmd, const GError *error)
     fprintf(stderr, "vcpuplace %s: %s\n", cmd, error->message);
     if (error->domain == VP_CLIENT_ERROR && error->code == VP_CLIENT_ERROR_REFUSED)
         return VP_EXIT_REFUSED;
+    if (error->domain == VP_CLIENT_ERROR && error->code == VP_CLIENT_ERROR_UNREACHABLE)
+        return VP_EXIT_UNREACHABLE;
     return VP_EXIT_ERROR;
 }
 

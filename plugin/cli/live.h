@@ -4,6 +4,9 @@
  */
 #pragma once
 
+#include "cli/common.h"
+#include "core/ledger.h"
+
 #include <glib.h>
 #include <json-glib/json-glib.h>
 #include <libvirt/libvirt.h>
@@ -27,6 +30,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(virDomain, virDomainFree)
 /* Opens o->uri (read-write) and looks the domain up; errors name both. */
 virConnectPtr vpLiveConnect(const vpLiveOptions *o, GError **error);
 virDomainPtr vpLiveDomain(virConnectPtr conn, const char *name, GError **error);
+
+/* The daemon's topology (its source and CPU sets, loaded here) and its ledger, from its
+ * "topology" reply; socket NULL: from opts->config. Defined in cmd_topology.c. */
+gboolean vpCliLoadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo,
+                       vpLedger **ledger, GError **error);
 
 /* Prints error to stderr as "vcpuplace CMD: message" and returns the exit code for it. */
 int vpLiveFail(const char *cmd, const GError *error);

@@ -50,6 +50,8 @@ const vpConfKey vpConfKeys[] = {
       .def = "housekeeping"),
     K("policy", "rebalance", VP_CONF_CHOICE, .choices = "auto, off", .def = "auto"),
     K("policy", "unmet", VP_CONF_CHOICE, .choices = "refuse, degrade", .def = "refuse"),
+    K("policy", "tenant_groups", VP_CONF_CHOICE, .choices = "off, nova, kubevirt, auto",
+      .def = "off"),
     K("rebalance", "mode", VP_CONF_CHOICE, .choices = "auto, advise, off", .def = "auto"),
     K("rebalance", "interval", VP_CONF_NUMBER, .min = 0.1, .max = 3600, .unit = "seconds",
       .def = "1"),

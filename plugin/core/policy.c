@@ -52,6 +52,14 @@ static const vpPolicyName unmetNames[] = {
     {NULL, 0},
 };
 
+static const vpPolicyName tenancyNames[] = {
+    {"off", VP_TENANCY_OFF},
+    {"nova", VP_TENANCY_NOVA},
+    {"kubevirt", VP_TENANCY_KUBEVIRT},
+    {"auto", VP_TENANCY_AUTO},
+    {NULL, 0},
+};
+
 static const char *
 vpPolicyNameOf(const vpPolicyName *table, int value)
 {
@@ -147,6 +155,12 @@ vpUnmetName(vpUnmet v)
     return vpPolicyNameOf(unmetNames, v);
 }
 
+const char *
+vpTenancyName(vpTenancy v)
+{
+    return vpPolicyNameOf(tenancyNames, v);
+}
+
 gboolean
 vpPolicyValidGroup(const char *group)
 {
@@ -159,6 +173,19 @@ vpPolicyValidGroup(const char *group)
         return FALSE;
     return strspn(group, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
            len;
+}
+
+gboolean
+vpPolicySetDefault(vpPolicy *policy, const char *key, const char *value, GError **error)
+{
+    int v;
+
+    if (strcmp(key, VP_TENANCY_KEY) != 0)
+        return vpPolicySetAttr(policy, key, value, error);
+    if (!vpPolicyLookup(tenancyNames, key, value, &v, error))
+        return FALSE;
+    policy->tenancy = v;
+    return TRUE;
 }
 
 gboolean

@@ -40,6 +40,19 @@ typedef enum {
 typedef enum { VP_REBALANCE_AUTO = 0, VP_REBALANCE_OFF, VP_REBALANCE_LAST } vpRebalance;
 /* What happens when the policy cannot be met: refuse the start, or relax and say so. */
 typedef enum { VP_UNMET_REFUSE = 0, VP_UNMET_DEGRADE, VP_UNMET_LAST } vpUnmet;
+/* Where a domain's trust group comes from when its policy names none: nowhere (off), its
+ * Nova project (<nova:owner><nova:project uuid=...>), its KubeVirt namespace (KubeVirt names
+ * domains NAMESPACE_NAME), or whichever of the two the domain carries (auto). A host
+ * setting ([policy] tenant_groups), never a domain attribute: a domain cannot pick its own
+ * neighbours. */
+typedef enum {
+    VP_TENANCY_OFF = 0,
+    VP_TENANCY_NOVA,
+    VP_TENANCY_KUBEVIRT,
+    VP_TENANCY_AUTO,
+    VP_TENANCY_LAST
+} vpTenancy;
+#define VP_TENANCY_KEY "tenant_groups"
 
 typedef struct {
     vpSmt smt;
@@ -49,6 +62,7 @@ typedef struct {
     vpEmulator emulator;
     vpRebalance rebalance;
     vpUnmet unmet;
+    vpTenancy tenancy; /* host configuration only, see vpTenancy */
 } vpPolicy;
 
 void vpPolicyInitDefaults(vpPolicy *policy);
@@ -61,9 +75,12 @@ const char *vpLocalityName(vpLocality v);
 const char *vpEmulatorName(vpEmulator v);
 const char *vpRebalanceName(vpRebalance v);
 const char *vpUnmetName(vpUnmet v);
+const char *vpTenancyName(vpTenancy v);
 
 /* Each parser sets *out and returns TRUE, or fails with VP_ERROR_INVALID naming
  * field and value: "smt='foo' is not one of isolate, pack, spread, share". */
 gboolean vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError **error);
+/* A [policy] key of the host configuration: a domain attribute, or tenant_groups. */
+gboolean vpPolicySetDefault(vpPolicy *policy, const char *key, const char *value, GError **error);
 /* A trust group name: 1..64 of [A-Za-z0-9._-]. */
 gboolean vpPolicyValidGroup(const char *group);

@@ -116,7 +116,7 @@ configFromConf(vpConfig *cfg, const vpConf *conf, GError **error)
     for (gsize i = 0; i < vpConfCount(conf, "policy"); i++) {
         const char *key, *value;
         vpConfAt(conf, "policy", i, &key, &value);
-        if (!vpPolicySetAttr(&cfg->defaults, key, value, error))
+        if (!vpPolicySetDefault(&cfg->defaults, key, value, error))
             return FALSE;
     }
 

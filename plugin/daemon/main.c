@@ -8,6 +8,7 @@
 #include <glib-unix.h>
 #include <locale.h>
 #include <stdio.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 static gboolean verbose;
@@ -47,12 +48,14 @@ main(int argc, char **argv)
     setlocale(LC_ALL, "");
     g_autofree char *config = NULL;
     gboolean check = FALSE;
+    gboolean version = FALSE;
     GOptionEntry entries[] = {
         {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
          "configuration file (default " VP_DEFAULT_CONFIG ")", "FILE"},
         {"check-config", 0, 0, G_OPTION_ARG_NONE, &check,
          "validate the configuration and the topology, then exit", NULL},
         {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "log debug messages", NULL},
+        {"version", 'V', 0, G_OPTION_ARG_NONE, &version, "print the version, then exit", NULL},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
@@ -70,6 +73,10 @@ main(int argc, char **argv)
     if (argc > 1) {
         fprintf(stderr, "vcpuplaced: unexpected argument '%s'\n", argv[1]);
         return 1;
+    }
+    if (version) {
+        printf("vcpuplaced %s\n", PROJECT_VERSION);
+        return 0;
     }
     g_log_set_writer_func(writer, NULL, NULL);
 
@@ -107,7 +114,11 @@ main(int argc, char **argv)
     g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
                      "vcpuplaced %s listening on %s, libvirt %s", PROJECT_VERSION,
                      vpDaemonConfig(d)->socket, vpDaemonConfig(d)->uri);
+    /* The socket listens: the hook can be answered, so libvirt (ordered after us) may start.
+     * Outside systemd NOTIFY_SOCKET is unset and this does nothing. */
+    sd_notifyf(0, "READY=1\nSTATUS=listening on %s", vpDaemonConfig(d)->socket);
     g_main_loop_run(loop);
+    sd_notify(0, "STOPPING=1");
     g_source_remove(term);
     g_source_remove(intr);
     g_source_remove(hup);

@@ -26,6 +26,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -127,6 +128,8 @@ main(int argc, char **argv)
 {
     vpHookCall hc;
     char why[512];
+    if (argc == 2 && strcmp(argv[1], "--version") == 0)
+        return printf("vcpuplace-hook %s\n", PROJECT_VERSION) < 0;
     if (!vpHookParseArgs(argc, argv, &hc, why, sizeof(why))) {
         if (*why)
             fprintf(stderr, "%s\n", why);

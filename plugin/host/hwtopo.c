@@ -79,6 +79,37 @@ describeNodes(hwloc_topology_t hw, vpTopology *topo, gboolean memory_known)
     }
 }
 
+/* hwloc says only EINVAL for a synthetic description it rejects; name the first level
+ * that is not TYPE:COUNT with a type hwloc knows (attributes in parentheses aside). NULL
+ * when every level looks right and hwloc objects to something else. */
+static char *
+badSyntheticToken(const char *description)
+{
+    g_auto(GStrv) tokens = g_strsplit_set(description, " \t", -1);
+
+    for (char **t = tokens; *t; t++) {
+        g_autofree char *level = g_strdup(*t);
+        char *colon, *paren, *end;
+        hwloc_obj_type_t type;
+
+        if (!*level || *level == '[')
+            continue; /* empty, or a memory child such as "[numa]" */
+        if ((paren = strchr(level, '(')))
+            *paren = '\0';
+        if (!(colon = strchr(level, ':'))) {
+            if (g_ascii_isdigit(level[0]))
+                continue; /* hwloc's bare-count form: "2 2 2" */
+            return g_strdup_printf("'%s' is not TYPE:COUNT", *t);
+        }
+        *colon = '\0';
+        if (hwloc_type_sscanf(level, &type, NULL, 0) < 0)
+            return g_strdup_printf("'%s': unknown object type '%s'", *t, level);
+        if (!g_ascii_isdigit(colon[1]) || (strtoul(colon + 1, &end, 10), *end != '\0'))
+            return g_strdup_printf("'%s': count '%s' is not a number", *t, colon + 1);
+    }
+    return NULL;
+}
+
 static gboolean
 loadHwloc(hwloc_topology_t hw, const char *source, GError **error)
 {
@@ -94,13 +125,36 @@ loadHwloc(hwloc_topology_t hw, const char *source, GError **error)
         rc = hwloc_topology_set_xml(hw, source);
     if (rc < 0 || hwloc_topology_load(hw) < 0) {
         int err = errno;
+        g_autofree char *bad = g_str_has_prefix(source, "synthetic:")
+                                   ? badSyntheticToken(source + strlen("synthetic:"))
+                                   : NULL;
 
+        if (bad) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "topology '%s': %s", source, bad);
+            return FALSE;
+        }
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "topology '%s' cannot be loaded by hwloc: %s", source,
                     err ? g_strerror(err) : "invalid description");
         return FALSE;
     }
     return TRUE;
+}
+
+hwloc_topology_t
+vpHwtopoOpen(const char *source, GError **error)
+{
+    hwloc_topology_t hw;
+
+    if (hwloc_topology_init(&hw) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "hwloc_topology_init: %s", g_strerror(errno));
+        return NULL;
+    }
+    if (!loadHwloc(hw, source ? source : "host", error)) {
+        hwloc_topology_destroy(hw);
+        return NULL;
+    }
+    return hw;
 }
 
 vpTopology *

@@ -12,3 +12,8 @@
 
 vpTopology *vpHwtopoLoad(const char *source, hwloc_const_bitmap_t host,
                          hwloc_const_bitmap_t housekeeping, GError **error);
+
+/* hwloc's own topology of source, loaded as vpHwtopoLoad() loads it, for handing to hwloc's
+ * tools (the picture lstopo draws). NULL with error when it cannot be loaded; the caller
+ * destroys it with hwloc_topology_destroy(). */
+hwloc_topology_t vpHwtopoOpen(const char *source, GError **error);

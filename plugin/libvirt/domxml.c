@@ -775,6 +775,44 @@ vpDomXMLApplyPolicy(xmlNodePtr node, vpPolicy *policy, GError **error)
     return TRUE;
 }
 
+#define VP_NOVA_NS_PREFIX "http://openstack.org/xmlns/libvirt/nova/"
+#define VP_KUBEVIRT_NS "http://kubevirt.io"
+
+static xmlNodePtr
+vpDomXMLChildNS(xmlNodePtr parent, const char *name, const char *ns_prefix)
+{
+    for (xmlNodePtr n = parent ? parent->children : NULL; n; n = n->next) {
+        if (n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0 && n->ns &&
+            n->ns->href && g_str_has_prefix((const char *)n->ns->href, ns_prefix))
+            return n;
+    }
+    return NULL;
+}
+
+/* The cloud's tenant as a trust group (see vpTenancy), NULL when the domain shows none:
+ * Nova's project UUID, or the namespace KubeVirt puts before '_' in its domain names
+ * ("default" without one, as KubeVirt reads them back). */
+static char *
+vpDomXMLTenantGroup(xmlNodePtr meta, const char *name, vpTenancy tenancy)
+{
+    if (tenancy == VP_TENANCY_NOVA || tenancy == VP_TENANCY_AUTO) {
+        xmlNodePtr inst = vpDomXMLChildNS(meta, "instance", VP_NOVA_NS_PREFIX);
+        xmlNodePtr owner = vpDomXMLChildNS(inst, "owner", VP_NOVA_NS_PREFIX);
+        xmlNodePtr project = vpDomXMLChildNS(owner, "project", VP_NOVA_NS_PREFIX);
+        g_autofree char *uuid = project ? vpDomXMLAttr(project, "uuid") : NULL;
+        if (uuid && vpPolicyValidGroup(uuid))
+            return g_steal_pointer(&uuid);
+    }
+    if ((tenancy == VP_TENANCY_KUBEVIRT || tenancy == VP_TENANCY_AUTO) &&
+        vpDomXMLChildNS(meta, "kubevirt", VP_KUBEVIRT_NS)) {
+        const char *sep = strchr(name, '_');
+        g_autofree char *ns = sep ? g_strndup(name, sep - name) : g_strdup("default");
+        if (vpPolicyValidGroup(ns))
+            return g_steal_pointer(&ns);
+    }
+    return NULL;
+}
+
 static gboolean
 vpDomXMLParseMetadata(xmlNodePtr root, vpRequest *req, GError **error)
 {
@@ -785,6 +823,28 @@ vpDomXMLParseMetadata(xmlNodePtr root, vpRequest *req, GError **error)
     if (!meta)
         return TRUE;
     for (node = meta->children; node; node = node->next) {
+        const char *href = node->type == XML_ELEMENT_NODE && node->ns && node->ns->href
+                               ? (const char *)node->ns->href
+                               : NULL;
+        /* A typo in our namespace or element name would otherwise leave the domain on the
+         * defaults without a word. */
+        if (href && strcmp(href, VP_XML_NS) == 0 && !vpDomXMLIsPolicy(node)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: unknown element <%s> in namespace %s (the only one is <%s>)",
+                        node->name, VP_XML_NS, VP_XML_ELEMENT);
+            return FALSE;
+        }
+        if (href && strcmp((const char *)node->name, VP_XML_ELEMENT) == 0 &&
+            strcmp(href, VP_XML_NS) != 0) {
+            g_autofree char *folded = g_ascii_strdown(href, -1);
+            if (strstr(folded, "vcpuplace")) {
+                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                            "domain XML: <%s> in namespace '%s' is not vcpuplace's policy "
+                            "(namespace %s)",
+                            node->name, href, VP_XML_NS);
+                return FALSE;
+            }
+        }
         if (!vpDomXMLIsPolicy(node))
             continue;
         if (found) {
@@ -794,10 +854,14 @@ vpDomXMLParseMetadata(xmlNodePtr root, vpRequest *req, GError **error)
         }
         found = node;
     }
-    if (!found)
-        return TRUE;
-    req->has_policy = true;
-    return vpDomXMLApplyPolicy(found, &req->policy, error);
+    if (found) {
+        req->has_policy = true;
+        if (!vpDomXMLApplyPolicy(found, &req->policy, error))
+            return FALSE;
+    }
+    if (!req->policy.group && req->policy.tenancy != VP_TENANCY_OFF)
+        req->policy.group = vpDomXMLTenantGroup(meta, req->name, req->policy.tenancy);
+    return TRUE;
 }
 
 /* A memory element or attribute in libvirt's units, KiB when no unit is given. */

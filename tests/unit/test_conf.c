@@ -221,12 +221,12 @@ START_TEST(test_policy_agrees)
         GError *err = NULL;
         vpPolicy p;
         vpPolicyInitDefaults(&p);
-        ck_assert(!vpPolicySetAttr(&p, k->key, "?", &err));
+        ck_assert(!vpPolicySetDefault(&p, k->key, "?", &err));
         char *want = g_strdup_printf("%s='?' is not one of %s", k->key, k->choices);
         ck_assert_str_eq(err->message, want);
         g_free(want);
         g_clear_error(&err);
-        ck_assert_msg(vpPolicySetAttr(&fromTable, k->key, k->def, &err), "%s", k->key);
+        ck_assert_msg(vpPolicySetDefault(&fromTable, k->key, k->def, &err), "%s", k->key);
         vpPolicyClear(&p);
     }
     ck_assert_int_eq(fromTable.smt, defaults.smt);
@@ -235,6 +235,7 @@ START_TEST(test_policy_agrees)
     ck_assert_int_eq(fromTable.emulator, defaults.emulator);
     ck_assert_int_eq(fromTable.rebalance, defaults.rebalance);
     ck_assert_int_eq(fromTable.unmet, defaults.unmet);
+    ck_assert_int_eq(fromTable.tenancy, defaults.tenancy);
     vpPolicyClear(&defaults);
     vpPolicyClear(&fromTable);
 }

@@ -400,6 +400,13 @@ static const struct {
      "domain XML: <vcpus> enables 2 vCPUs, but <vcpu current> is 1"},
     {D("<vcpu current='1'>2</vcpu><vcpus><vcpu id='0' enabled='maybe'/></vcpus>"),
      "domain XML: <vcpus><vcpu id='0' enabled='maybe'> is not yes or no"},
+    {D("<metadata><p:polcy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'/></metadata>"),
+     "domain XML: unknown element <polcy> in namespace http://vcpuplace.org/xmlns/policy/1.0 "
+     "(the only one is <policy>)"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/0.9' smt='share'/>"
+       "</metadata>"),
+     "domain XML: <policy> in namespace 'http://vcpuplace.org/xmlns/policy/0.9' is not "
+     "vcpuplace's policy (namespace http://vcpuplace.org/xmlns/policy/1.0)"},
 };
 
 START_TEST(test_bad_values)
