@@ -1,30 +1,77 @@
 /*
- * guest-forceidle SECONDS: what a cookie costs when placement ignores it.
+ * guest-forceidle SECONDS: what a cookie costs when placement ignores it, in the kernel's
+ * own figures, with tolerances.
  *
  * Two CPU-bound one-vCPU "VMs" with different cookies run pinned (1) on the two siblings
  * of one core, (2) on two different cores, and (3) on one core's siblings again after
- * the second joined the first one's cookie. The kernel's own accounting says how long
- * each was running while its sibling was forced idle (core_forceidle_sum in
- * /proc/PID/sched, kept only with schedstats on) and how much CPU each got.
+ * the second joined the first one's cookie. The kernel's accounting says how long each
+ * ran (se.sum_exec_runtime in /proc/PID/sched) and how long it ran while its sibling was
+ * forced idle (core_forceidle_sum, kept only with schedstats on); the first burner's
+ * cgroup says the same in cpu.stat (core_sched.force_idle_usec). A sched_switch trace of
+ * the two siblings shows directly whether the two cookies ever ran at the same time.
+ *
+ * What the kernel must show, and the tolerance allowed (guest CPUs are host threads under
+ * TCG, shared with other work, so the figures are of guest time and the bounds on shares
+ * of the span loose: with a QEMU build on the host's 2 CPUs a burner alone on its CPU got
+ * 0.81 of the span, against 1.00 without):
+ *   (1) only one of the two runs at a time: forced idle = run time within 20% and at least
+ *       85% of the span, each burner 40-60% of the two's run time (its share of the span is
+ *       reported, not asserted: the switching between cookies costs more of it the more the
+ *       host is loaded, 0.35-0.50 seen), the cgroup's figure = the task's
+ *       within 10% (+ 5 ms), and the two cookies overlap on the siblings for at most 1% of
+ *       the span in the trace. Forced idle exceeds run time by the time the core spends
+ *       switching between the cookies: the core is in forced idle then, but neither burner
+ *       runs (about 14% of the span under TCG here, where each switch costs an IPI);
+ *   (2) and (3) nothing forces idle: forced idle at most 1% of run time, each burner at
+ *       least 75% of the span; in (3) the trace shows the two together most of the span
+ *       (at least 50%), the control that the trace check can see an overlap at all.
  */
 #include "host/coresched.h"
 #include "host/hwtopo.h"
 #include "report.h"
 
 #include <errno.h>
+#include <math.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define TRACEFS "/sys/kernel/tracing"
+#define CGROUPFS "/sys/fs/cgroup"
+#define CGROUP_X CGROUPFS "/vp-burner-x"
+
+#define FORCEIDLE_RUN_TOLERANCE 0.20 /* (1): |forced idle - run| / run */
+#define FORCEIDLE_SPAN_MIN 0.85      /* (1): forced idle of the span: one sibling always idle */
+#define HALF_CORE_MIN 0.40           /* (1): each burner's share of the core's run time */
+#define HALF_CORE_MAX 0.60
+#define CGROUP_TOLERANCE 0.10 /* (1): cgroup figure vs the task's */
+#define CGROUP_SLACK_MS 5.0
+#define OVERLAP_MAX 0.01      /* (1): two cookies together on the siblings, of the span */
+#define NO_FORCEIDLE_MAX 0.01 /* (2), (3): forced idle of run time */
+#define FULL_CPU_MIN 0.75     /* (2), (3): each burner's share of the span */
+#define TOGETHER_MIN 0.50     /* (3): one cookie: together on the siblings, of the span */
 
 typedef struct {
     double forceidleMs;
     double runMs;
 } SchedFigures;
+
+typedef struct {
+    SchedFigures x, y;
+    double cgroupForceidleMs; /* < 0: not read */
+    double overlapMs;         /* < 0: no trace */
+    double tracedMs;
+    unsigned switches;
+    unsigned spanMs;
+} Phase;
 
 static void G_GNUC_NORETURN
 burn(void)
@@ -50,23 +97,22 @@ startBurner(void)
     return pid;
 }
 
-/* Reads "name : value" from /proc/PID/sched; false when the field is absent. */
+/* Reads "name : value" (or "name value") from a kernel text file; false when absent. */
 static bool
-readSchedField(const char *text, const char *field, double *value)
+readField(const char *text, const char *field, double *value)
 {
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
 
     for (char **line = lines; *line; line++) {
-        char *colon = strchr(*line, ':');
+        char *rest = *line + strspn(*line, " \t");
+        size_t len = strlen(field);
         char *end;
 
-        if (!colon)
+        if (strncmp(rest, field, len) != 0 || !strchr(" \t:", rest[len]) || !rest[len])
             continue;
-        *colon = '\0';
-        if (strcmp(g_strstrip(*line), field) != 0)
-            continue;
-        *value = g_ascii_strtod(colon + 1, &end);
-        return end != colon + 1;
+        rest += len + strspn(rest + len, " \t:");
+        *value = g_ascii_strtod(rest, &end);
+        return end != rest;
     }
     return false;
 }
@@ -79,15 +125,157 @@ readFigures(pid_t pid, SchedFigures *figures, GError **error)
 
     if (!g_file_get_contents(path, &text, NULL, error))
         return false;
-    if (!readSchedField(text, "core_forceidle_sum", &figures->forceidleMs)) {
+    if (!readField(text, "core_forceidle_sum", &figures->forceidleMs)) {
         g_set_error(error, VP_ERROR, VP_ERROR_UNSUPPORTED,
                     "%s has no core_forceidle_sum: the kernel lacks CONFIG_SCHEDSTATS or "
                     "schedstats are off (boot with schedstats=enable)",
                     path);
         return false;
     }
-    if (!readSchedField(text, "se.sum_exec_runtime", &figures->runMs)) {
+    if (!readField(text, "se.sum_exec_runtime", &figures->runMs)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s has no se.sum_exec_runtime", path);
+        return false;
+    }
+    return true;
+}
+
+/* The first burner's cgroup forced idle in ms, or < 0 when the cgroup has no figure. */
+static double
+readCgroupForceidle(void)
+{
+    g_autofree char *text = NULL;
+    double usec;
+
+    if (!g_file_get_contents(CGROUP_X "/cpu.stat", &text, NULL, NULL) ||
+        !readField(text, "core_sched.force_idle_usec", &usec))
+        return -1;
+    return usec / 1000.0;
+}
+
+static bool
+writeFile(const char *path, const char *value, GError **error)
+{
+    if (!g_file_set_contents_full(path, value, -1, G_FILE_SET_CONTENTS_NONE, 0644, error))
+        return false;
+    return true;
+}
+
+/* Puts pid into a cgroup of its own (cgroup v2, mounted here if it is not). */
+static bool
+setupCgroup(pid_t pid, GError **error)
+{
+    g_autofree char *procs = g_strdup_printf("%d", (int)pid);
+
+    if (!g_file_test(CGROUPFS "/cgroup.procs", G_FILE_TEST_EXISTS) &&
+        mount("cgroup2", CGROUPFS, "cgroup2", 0, NULL) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "mount cgroup2 on %s: %s", CGROUPFS,
+                    g_strerror(errno));
+        return false;
+    }
+    if (mkdir(CGROUP_X, 0755) < 0 && errno != EEXIST) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "mkdir %s: %s", CGROUP_X, g_strerror(errno));
+        return false;
+    }
+    return writeFile(CGROUP_X "/cgroup.procs", procs, error);
+}
+
+/* sched_switch events of the two siblings only, on a clock comparable across CPUs. */
+static bool
+setupTrace(unsigned cpuA, unsigned cpuB, GError **error)
+{
+    g_autofree char *mask = g_strdup_printf("%lx", (1UL << cpuA) | (1UL << cpuB));
+
+    if (!g_file_test(TRACEFS "/trace", G_FILE_TEST_EXISTS) &&
+        mount("tracefs", TRACEFS, "tracefs", 0, NULL) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "mount tracefs on %s: %s", TRACEFS,
+                    g_strerror(errno));
+        return false;
+    }
+    return writeFile(TRACEFS "/tracing_on", "0", error) &&
+           writeFile(TRACEFS "/trace_clock", "mono", error) &&
+           writeFile(TRACEFS "/buffer_size_kb", "4096", error) &&
+           writeFile(TRACEFS "/tracing_cpumask", mask, error) &&
+           writeFile(TRACEFS "/events/sched/sched_switch/enable", "1", error);
+}
+
+static bool
+traceOn(bool on, GError **error)
+{
+    /* Opening the trace for writing with O_TRUNC empties the ring buffer. */
+    int fd = on ? open(TRACEFS "/trace", O_WRONLY | O_TRUNC) : -2;
+
+    if (fd == -1) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "empty %s/trace: %s", TRACEFS,
+                    g_strerror(errno));
+        return false;
+    }
+    if (fd >= 0)
+        close(fd);
+    return writeFile(TRACEFS "/tracing_on", on ? "1" : "0", error);
+}
+
+/*
+ * From the trace of the two siblings: how long x ran on one while y ran on the other
+ * (overlapMs), over the time both CPUs' running task was known (tracedMs: from the time
+ * both CPUs had an event, which the burners' migration onto them makes sure of, to endMs,
+ * on the trace's clock, CLOCK_MONOTONIC).
+ */
+static bool
+traceOverlap(pid_t x, pid_t y, unsigned cpuA, unsigned cpuB, double endMs, Phase *phase,
+             GError **error)
+{
+    g_autofree char *text = NULL;
+    g_autoptr(GRegex) re = NULL;
+    g_auto(GStrv) lines = NULL;
+    pid_t running[2] = {-1, -1};
+    double last = -1, start = -1;
+
+    if (!g_file_get_contents(TRACEFS "/trace", &text, NULL, error))
+        return false;
+    re = g_regex_new("\\[(\\d+)\\][^:]*\\s(\\d+\\.\\d+): sched_switch: .*next_pid=(\\d+) ", 0, 0,
+                     error);
+    if (!re)
+        return false;
+    phase->overlapMs = 0;
+    phase->tracedMs = 0;
+    phase->switches = 0;
+    lines = g_strsplit(text, "\n", -1);
+    for (char **line = lines; *line; line++) {
+        g_autoptr(GMatchInfo) m = NULL;
+        g_autofree char *cpuText = NULL, *tsText = NULL, *pidText = NULL;
+        unsigned cpu;
+        double ts;
+
+        if (!g_regex_match(re, *line, 0, &m))
+            continue;
+        cpuText = g_match_info_fetch(m, 1);
+        tsText = g_match_info_fetch(m, 2);
+        pidText = g_match_info_fetch(m, 3);
+        cpu = (unsigned)atoi(cpuText);
+        ts = g_ascii_strtod(tsText, NULL) * 1000.0;
+        if (cpu != cpuA && cpu != cpuB)
+            continue;
+        if (start >= 0 && ts > last) {
+            double span = ts - last;
+            phase->tracedMs += span;
+            if ((running[0] == x && running[1] == y) || (running[0] == y && running[1] == x))
+                phase->overlapMs += span;
+        }
+        running[cpu == cpuA ? 0 : 1] = atoi(pidText);
+        phase->switches++;
+        last = ts;
+        if (start < 0 && running[0] >= 0 && running[1] >= 0)
+            start = ts;
+    }
+    if (start >= 0 && endMs > last) {
+        phase->tracedMs += endMs - last;
+        if ((running[0] == x && running[1] == y) || (running[0] == y && running[1] == x))
+            phase->overlapMs += endMs - last;
+    }
+    if (start < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "the trace has no sched_switch on CPU %u and %u (%u events)", cpuA, cpuB,
+                    phase->switches);
         return false;
     }
     return true;
@@ -108,34 +296,119 @@ pin(pid_t pid, unsigned cpu, GError **error)
     return true;
 }
 
-/* Runs both burners on cpuX / cpuY for seconds; stores the figures of that span. */
+/*
+ * Runs both burners on cpuX / cpuY for seconds; stores the figures of that span. With a
+ * trace, both first wait on the staging CPU, so that moving them onto cpuX and cpuY puts
+ * a sched_switch on each of those while the trace runs.
+ */
 static bool
-measure(const char *phase, pid_t x, unsigned cpuX, pid_t y, unsigned cpuY, unsigned seconds,
-        SchedFigures *total)
+measure(const char *name, pid_t x, unsigned cpuX, pid_t y, unsigned cpuY, unsigned seconds,
+        int staging, Phase *phase)
 {
     g_autoptr(GError) error = NULL;
     SchedFigures x0, y0, x1, y1;
+    double cg0 = -1, cg1 = -1, endMs = 0;
+    gint64 start;
+    bool trace = staging >= 0;
 
-    if (!pin(x, cpuX, &error) || !pin(y, cpuY, &error)) {
-        vpgCheck(false, phase, "%s", error->message);
-        return false;
+    phase->spanMs = seconds * 1000;
+    phase->overlapMs = -1;
+    if (trace) {
+        if (!pin(x, (unsigned)staging, &error) || !pin(y, (unsigned)staging, &error))
+            return vpgCheck(false, name, "%s", error->message);
+        g_usleep(G_USEC_PER_SEC / 10);
+        if (!traceOn(true, &error))
+            return vpgCheck(false, name, "trace: %s", error->message);
     }
+    if (!pin(x, cpuX, &error) || !pin(y, cpuY, &error))
+        return vpgCheck(false, name, "%s", error->message);
     /* Let both migrate onto their CPUs before the span starts. */
     g_usleep(G_USEC_PER_SEC / 5);
-    if (!readFigures(x, &x0, &error) || !readFigures(y, &y0, &error)) {
-        vpgCheck(false, phase, "%s", error->message);
-        return false;
-    }
+    cg0 = readCgroupForceidle();
+    if (!readFigures(x, &x0, &error) || !readFigures(y, &y0, &error))
+        return vpgCheck(false, name, "%s", error->message);
+    start = g_get_monotonic_time();
     g_usleep((gulong)seconds * G_USEC_PER_SEC);
-    if (!readFigures(x, &x1, &error) || !readFigures(y, &y1, &error)) {
-        vpgCheck(false, phase, "%s", error->message);
-        return false;
-    }
-    total->forceidleMs = (x1.forceidleMs - x0.forceidleMs) + (y1.forceidleMs - y0.forceidleMs);
-    total->runMs = (x1.runMs - x0.runMs) + (y1.runMs - y0.runMs);
-    vpgFigure(phase, "cpus=%u,%u forceidle_ms=%.1f run_ms=%.1f span_ms=%u", cpuX, cpuY,
-              total->forceidleMs, total->runMs, seconds * 1000);
+    if (!readFigures(x, &x1, &error) || !readFigures(y, &y1, &error))
+        return vpgCheck(false, name, "%s", error->message);
+    /* The span as it was: a loaded host wakes the sleep late. */
+    phase->spanMs = (unsigned)((g_get_monotonic_time() - start) / 1000);
+    cg1 = readCgroupForceidle();
+    endMs = g_get_monotonic_time() / 1000.0;
+    if (trace && (!traceOn(false, &error) || !traceOverlap(x, y, cpuX, cpuY, endMs, phase, &error)))
+        return vpgCheck(false, name, "trace: %s", error->message);
+    phase->x = (SchedFigures){x1.forceidleMs - x0.forceidleMs, x1.runMs - x0.runMs};
+    phase->y = (SchedFigures){y1.forceidleMs - y0.forceidleMs, y1.runMs - y0.runMs};
+    phase->cgroupForceidleMs = cg0 >= 0 && cg1 >= 0 ? cg1 - cg0 : -1;
+    vpgFigure(name,
+              "cpus=%u,%u span_ms=%u x_run_ms=%.1f x_forceidle_ms=%.1f y_run_ms=%.1f "
+              "y_forceidle_ms=%.1f cgroup_x_forceidle_ms=%.1f trace_overlap_ms=%.1f "
+              "trace_known_ms=%.1f trace_switches=%u",
+              cpuX, cpuY, phase->spanMs, phase->x.runMs, phase->x.forceidleMs, phase->y.runMs,
+              phase->y.forceidleMs, phase->cgroupForceidleMs, phase->overlapMs, phase->tracedMs,
+              phase->switches);
     return true;
+}
+
+static double
+totalRun(const Phase *p)
+{
+    return p->x.runMs + p->y.runMs;
+}
+
+static double
+totalForceidle(const Phase *p)
+{
+    return p->x.forceidleMs + p->y.forceidleMs;
+}
+
+static void
+checkShares(const char *check, const Phase *p, double lo, double hi)
+{
+    double sx = p->x.runMs / p->spanMs, sy = p->y.runMs / p->spanMs;
+
+    vpgCheck(sx >= lo && sx <= hi && sy >= lo && sy <= hi, check,
+             "shares of the %u ms span: x %.2f, y %.2f (allowed %.2f-%.2f)", p->spanMs, sx, sy, lo,
+             hi);
+}
+
+static void
+checkNoForceidle(const char *check, const Phase *p)
+{
+    vpgCheck(totalForceidle(p) <= NO_FORCEIDLE_MAX * totalRun(p), check,
+             "%.1f ms forced idle in %.1f ms run (allowed %.0f%%)", totalForceidle(p), totalRun(p),
+             NO_FORCEIDLE_MAX * 100);
+}
+
+static void
+checkTogether(const Phase *p)
+{
+    double fi = totalForceidle(p), run = totalRun(p);
+
+    vpgCheck(run > 0 && fabs(fi - run) <= FORCEIDLE_RUN_TOLERANCE * run &&
+                 fi >= FORCEIDLE_SPAN_MIN * p->spanMs,
+             "two-cookies-forceidle-equals-run",
+             "%.1f ms forced idle, %.1f ms run, %u ms span (allowed: %.0f%% difference, "
+             "forced idle at least %.0f%% of the span)",
+             fi, run, p->spanMs, FORCEIDLE_RUN_TOLERANCE * 100, FORCEIDLE_SPAN_MIN * 100);
+    vpgCheck(run > 0 && p->x.runMs / run >= HALF_CORE_MIN && p->x.runMs / run <= HALF_CORE_MAX,
+             "two-cookies-half-a-core",
+             "x ran %.1f ms, y %.1f ms: x's share of the two %.2f (allowed %.2f-%.2f); of the "
+             "%u ms span x %.2f, y %.2f",
+             p->x.runMs, p->y.runMs, run > 0 ? p->x.runMs / run : 0, HALF_CORE_MIN, HALF_CORE_MAX,
+             p->spanMs, p->x.runMs / p->spanMs, p->y.runMs / p->spanMs);
+    vpgCheck(p->cgroupForceidleMs >= 0 && fabs(p->cgroupForceidleMs - p->x.forceidleMs) <=
+                                              CGROUP_TOLERANCE * p->x.forceidleMs + CGROUP_SLACK_MS,
+             "cgroup-force-idle-usec",
+             "cpu.stat core_sched.force_idle_usec %.1f ms, the task's core_forceidle_sum "
+             "%.1f ms",
+             p->cgroupForceidleMs, p->x.forceidleMs);
+    vpgCheck(p->overlapMs >= 0 && p->tracedMs >= 0.5 * p->spanMs &&
+                 p->overlapMs <= OVERLAP_MAX * p->spanMs,
+             "two-cookies-never-together",
+             "sched_switch: the two cookies ran together on the siblings for %.2f ms of "
+             "%.1f ms traced (%u switches; allowed %.0f%% of the span)",
+             p->overlapMs, p->tracedMs, p->switches, OVERLAP_MAX * 100);
 }
 
 int
@@ -145,8 +418,8 @@ main(int argc, char **argv)
     g_autoptr(vpTopology) topo = NULL;
     const vpCore *core0, *core1;
     unsigned sibling0, sibling1, other;
-    SchedFigures apart = {0}, together = {0}, shared = {0};
     vpCoreschedStatus status;
+    Phase together = {0}, apart = {0}, shared = {0};
     unsigned seconds;
     pid_t x, y;
 
@@ -169,26 +442,36 @@ main(int argc, char **argv)
 
     x = startBurner();
     y = startBurner();
+    if (!vpgCheck(setupCgroup(x, &error), "cgroup", "%s",
+                  error ? error->message : "first burner in " CGROUP_X))
+        g_clear_error(&error);
+    if (!vpgCheck(setupTrace(sibling0, sibling1, &error), "trace", "%s",
+                  error ? error->message : "sched_switch on the siblings"))
+        g_clear_error(&error);
     status = vpCoreschedCreate(x, VP_CORESCHED_SCOPE_THREAD_GROUP, &error);
     if (status == VP_CORESCHED_OK)
         status = vpCoreschedCreate(y, VP_CORESCHED_SCOPE_THREAD_GROUP, &error);
     if (vpgCheck(status == VP_CORESCHED_OK, "cookies", "%s",
                  error ? error->message : "one cookie per burner")) {
-        if (measure("siblings-different-cookies", x, sibling0, y, sibling1, seconds, &together) &&
-            measure("different-cores", x, sibling0, y, other, seconds, &apart)) {
-            status = vpCoreschedShare(x, y, VP_CORESCHED_SCOPE_THREAD_GROUP, &error);
-            if (vpgCheck(status == VP_CORESCHED_OK, "share", "%s",
-                         error ? error->message : "second burner joins the first's cookie"))
-                measure("siblings-same-cookie", x, sibling0, y, sibling1, seconds, &shared);
+        if (measure("siblings-different-cookies", x, sibling0, y, sibling1, seconds, (int)other,
+                    &together))
+            checkTogether(&together);
+        if (measure("different-cores", x, sibling0, y, other, seconds, -1, &apart)) {
+            checkNoForceidle("different-cores-no-forceidle", &apart);
+            checkShares("different-cores-full-cpu", &apart, FULL_CPU_MIN, 1.05);
         }
-        vpgCheck(together.forceidleMs > 0, "siblings-force-idle",
-                 "%.1f ms forced idle on one core with two cookies", together.forceidleMs);
-        vpgCheck(apart.forceidleMs < together.forceidleMs, "different-cores-less-idle",
-                 "%.1f ms on two cores vs %.1f ms on one core's siblings", apart.forceidleMs,
-                 together.forceidleMs);
-        vpgCheck(shared.forceidleMs < together.forceidleMs, "same-cookie-less-idle",
-                 "%.1f ms with one cookie vs %.1f ms with two", shared.forceidleMs,
-                 together.forceidleMs);
+        status = vpCoreschedShare(x, y, VP_CORESCHED_SCOPE_THREAD_GROUP, &error);
+        if (vpgCheck(status == VP_CORESCHED_OK, "share", "%s",
+                     error ? error->message : "second burner joins the first's cookie") &&
+            measure("siblings-same-cookie", x, sibling0, y, sibling1, seconds, (int)other,
+                    &shared)) {
+            checkNoForceidle("same-cookie-no-forceidle", &shared);
+            checkShares("same-cookie-full-cpu", &shared, FULL_CPU_MIN, 1.05);
+            vpgCheck(shared.overlapMs >= TOGETHER_MIN * shared.spanMs, "same-cookie-together",
+                     "sched_switch: one cookie ran on both siblings together for %.1f ms of "
+                     "%.1f ms traced (at least %.0f%% of the span expected)",
+                     shared.overlapMs, shared.tracedMs, TOGETHER_MIN * 100);
+        }
     }
     kill(x, SIGKILL);
     kill(y, SIGKILL);

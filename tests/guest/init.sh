@@ -40,14 +40,16 @@ smt)
     run topology guest-topology "$cores" "$threads"
     # First: it shows cookies being set before the random pool is ready, and readies it.
     run cookies guest-cookies
-    run cookieplan guest-cookieplan
+    run daemoncookies guest-daemoncookies
     run test_coresched test_coresched
     run forceidle guest-forceidle 2
+    # Last: it switches SMT off and on again.
+    run cases guest-cases
     ;;
 nosmt)
     run topology guest-topology "$cores" "$threads"
     run cookies guest-cookies nosmt
-    run cookieplan guest-cookieplan nosmt
+    run daemoncookies guest-daemoncookies nosmt
     run test_coresched test_coresched
     ;;
 *)

@@ -12,23 +12,17 @@ class QmpError(Exception):
     pass
 
 
-class Qemu:
-    """QEMU started with -S and a QMP socket; events are kept in the order they arrived."""
+class Qmp:
+    """A QMP client on a Unix socket; events are kept in the order they arrived."""
 
     # Bounds a hang (QEMU not starting, a reply never coming), not a measurement.
     TIMEOUT = 60
 
-    def __init__(self, prefix, args, main_cpus=None):
-        """prefix: the QEMU binary, or a launcher command line ending in '--'."""
-        self.dir = tempfile.TemporaryDirectory(prefix="vp-qemu-")
-        self.sock_path = os.path.join(self.dir.name, "qmp.sock")
+    def __init__(self, sock_path, alive=lambda: True):
+        """alive: False once the QEMU behind the socket is known to have exited."""
+        self.sock_path = sock_path
+        self.alive = alive
         self.events = []
-        cmd = prefix + ["-S", "-nodefaults", "-nographic", "-m", "64",
-                        "-qmp", f"unix:{self.sock_path},server=on,wait=off"] + args
-        self.cmdline = cmd
-        preexec = (lambda: os.sched_setaffinity(0, main_cpus)) if main_cpus else None
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, preexec_fn=preexec)
         self.sock = self._connect()
         self.file = self.sock.makefile("rwb")
         greeting = self._read()
@@ -39,9 +33,8 @@ class Qemu:
     def _connect(self):
         deadline = time.monotonic() + self.TIMEOUT
         while True:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace")
-                raise QmpError(f"QEMU exited with {self.proc.returncode}: {err.strip()}")
+            if not self.alive():
+                raise QmpError(self.exit_reason())
             try:
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.settimeout(self.TIMEOUT)
@@ -78,10 +71,45 @@ class Qemu:
     def events_named(self, name):
         return [e for e in self.events if e["event"] == name]
 
+    def exit_reason(self):
+        return "QEMU exited"
+
+    def qom_get(self, path, prop):
+        return self.cmd("qom-get", path=path, property=prop)
+
     def vcpu_threads(self):
         """cpu-index -> (thread id, qom-path), from query-cpus-fast."""
         return {c["cpu-index"]: (c["thread-id"], c["qom-path"])
                 for c in self.cmd("query-cpus-fast")}
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Qemu(Qmp):
+    """QEMU started with -S and a QMP socket."""
+
+    def __init__(self, prefix, args, main_cpus=None):
+        """prefix: the QEMU binary, or a launcher command line ending in '--'."""
+        self.dir = tempfile.TemporaryDirectory(prefix="vp-qemu-")
+        sock_path = os.path.join(self.dir.name, "qmp.sock")
+        cmd = prefix + ["-S", "-nodefaults", "-nographic", "-m", "64",
+                        "-qmp", f"unix:{sock_path},server=on,wait=off"] + args
+        self.cmdline = cmd
+        preexec = (lambda: os.sched_setaffinity(0, main_cpus)) if main_cpus else None
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, preexec_fn=preexec)
+        super().__init__(sock_path, alive=lambda: self.proc.poll() is None)
+
+    def exit_reason(self):
+        err = self.proc.stderr.read().decode(errors="replace")
+        return f"QEMU exited with {self.proc.returncode}: {err.strip()}"
 
     def close(self):
         if self.proc.poll() is None:
@@ -94,23 +122,17 @@ class Qemu:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.sock.close()
+        super().close()
         self.proc.stdout.close()
         self.proc.stderr.close()
         self.dir.cleanup()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def run_qemu_expect_failure(prefix, args):
     """Start QEMU that must refuse its command line; returns (exit status, stderr)."""
     proc = subprocess.run(prefix + ["-S", "-nodefaults", "-nographic", "-m", "64"] + args,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=Qemu.TIMEOUT)
+                          timeout=Qmp.TIMEOUT)
     return proc.returncode, proc.stderr
 
 

@@ -20,10 +20,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from qmp import Qemu, QmpError, cpus_allowed, run_qemu_expect_failure, thread_name  # noqa: E402
+from qmp import Qemu, Qmp, QmpError, cpus_allowed, run_qemu_expect_failure, thread_name  # noqa: E402
 
 CPU_MODEL = "qemu64"
 CPU_TYPE = f"{CPU_MODEL}-x86_64-cpu"
@@ -123,7 +124,12 @@ class PlacementFlow:
                              f"boot vCPU thread {tid0} not born with tc0's affinity")
 
             ctype, props = hotplug_slot(q)
-            q.cmd("device_add", driver=ctype, id="cpu1", **{"thread-context": "tc1"}, **props)
+            if self.shared_thread:
+                self.check_other_context_refused(q, ctype, props)
+                context = "tc0"
+            else:
+                context = "tc1"
+            q.cmd("device_add", driver=ctype, id="cpu1", **{"thread-context": context}, **props)
             threads = q.vcpu_threads()
             self.assertIn(1, threads, "hot-plugged vCPU missing from query-cpus-fast")
             tid1, path1 = threads[1]
@@ -133,8 +139,8 @@ class PlacementFlow:
             events = q.events_named(EVENT)
             self.assertEqual(len(events), 1, f"expected one {EVENT} for the hot-plugged vCPU, "
                              f"got {events}")
-            self.assertEqual(events[0]["data"],
-                             {"cpu-index": 1, "qom-path": path1, "thread-id": tid1})
+            self.assertEqual(events[0]["data"], {"cpu-index": 1, "qom-path": path1,
+                                                 "type": ctype, "thread-id": tid1})
 
             if self.shared_thread:
                 self.assertEqual(tid1, tid0, "round-robin TCG runs all vCPUs on one thread")
@@ -147,6 +153,31 @@ class PlacementFlow:
             q.cmd("cont")
             self.assertEqual(q.cmd("query-status")["status"], "running")
             self.assertEqual(cpus_allowed(tid0), cpu_list(self.tc0))
+
+    def check_other_context_refused(self, q, ctype, props):
+        """Round-robin TCG: a CPU with another context than the first's is refused, and
+        leaves neither a CPU nor an event behind."""
+        with self.assertRaisesRegex(
+                QmpError, "thread-context 'tc1' cannot apply: round-robin TCG runs all vCPUs "
+                "in one thread, created through the first vCPU's thread-context 'tc0'"):
+            q.cmd("device_add", driver=ctype, id="cpu1", **{"thread-context": "tc1"}, **props)
+        self.assertEqual(sorted(q.vcpu_threads()), [0], "the refused CPU must not exist")
+        self.assertEqual(q.events_named(EVENT), [])
+
+    def test_global_applies_to_device_add(self):
+        """-global sets the default of every CPU of the type, hot-plugged ones included."""
+        args = ["-object", f"thread-context,id=tc0,cpu-affinity={cpu_list(self.tc0)}",
+                "-global", f"{CPU_TYPE}.thread-context=tc0"]
+        with self.start(patched_qemu(), args) as q:
+            ctype, props = hotplug_slot(q)
+            q.cmd("device_add", driver=ctype, id="cpu1", **props)
+            self.assertEqual(q.qom_get("/machine/peripheral/cpu1", "thread-context"),
+                             "/objects/tc0")
+            tid1, _ = q.vcpu_threads()[1]
+            self.assertEqual(cpus_allowed(tid1), cpu_list(self.tc0),
+                             f"vCPU thread {tid1} added without thread-context did not take "
+                             "the -global one")
+            self.assertNotEqual(cpus_allowed(tid1), cpu_list(self.main))
 
     def test_without_thread_context_vcpus_inherit_main(self):
         """The patched binary without the new properties behaves as before (plus the event)."""
@@ -168,7 +199,8 @@ class PlacementFlow:
         events = q.events_named(EVENT)
         if expect_event:
             self.assertEqual([e["data"] for e in events],
-                             [{"cpu-index": 1, "qom-path": path1, "thread-id": tid1}])
+                             [{"cpu-index": 1, "qom-path": path1, "type": ctype,
+                               "thread-id": tid1}])
         else:
             self.assertEqual(events, [])
         # What vcpuplace (through libvirt) does to a running QEMU: move the thread.
@@ -266,6 +298,73 @@ class CoreSched(unittest.TestCase):
         with Qemu([patched_qemu()], ["-machine", "none", "-object", "thread-context,id=tc0"]) as q:
             with self.assertRaisesRegex(QmpError, "can only be set at creation"):
                 q.cmd("qom-set", path="/objects/tc0", property="core-sched", value=True)
+
+
+class Daemonize(unittest.TestCase):
+    """-daemonize: a context from -object would lose its thread in the fork and QEMU would
+    hang; patch 6 refuses it. A context added by object-add after the fork works."""
+
+    def qemu_args(self, sock):
+        return ["-daemonize", "-display", "none", "-S", "-nodefaults", "-m", "64",
+                "-machine", "pc", "-accel", "tcg", "-cpu", CPU_MODEL, "-smp", "1,maxcpus=2",
+                "-name", "vm,debug-threads=on", "-qmp", f"unix:{sock},server=on,wait=off"]
+
+    def test_command_line_context_refused(self):
+        with tempfile.TemporaryDirectory(prefix="vp-qemu-") as tmp:
+            # Without the fix this hangs: the timeout makes that a failure, not a stuck test.
+            proc = subprocess.run(
+                [patched_qemu()] + self.qemu_args(os.path.join(tmp, "qmp.sock")) +
+                ["-object", "thread-context,id=tc0", "-global", f"{CPU_TYPE}.thread-context=tc0"],
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=Qmp.TIMEOUT)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("-object thread-context (id 'tc0') cannot be used with -daemonize: its "
+                      "thread would not survive the fork", proc.stderr)
+
+    def test_object_add_after_fork_works(self):
+        main, tc0, _ = host_cpu_sets(self)
+        with tempfile.TemporaryDirectory(prefix="vp-qemu-") as tmp:
+            sock, pidfile = os.path.join(tmp, "qmp.sock"), os.path.join(tmp, "qemu.pid")
+            # The parent returns once the daemon is up.
+            subprocess.run([patched_qemu()] + self.qemu_args(sock) + ["-pidfile", pidfile],
+                           stdin=subprocess.DEVNULL, capture_output=True, check=True,
+                           timeout=Qmp.TIMEOUT, preexec_fn=lambda: os.sched_setaffinity(0, main))
+            with open(pidfile) as f:
+                pid = int(f.read())
+            try:
+                with Qmp(sock, alive=lambda: running(pid)) as q:
+                    q.cmd("object-add", **{"qom-type": "thread-context", "id": "tc0",
+                                           "cpu-affinity": sorted(tc0)})
+                    ctype, props = hotplug_slot(q)
+                    q.cmd("device_add", driver=ctype, id="cpu1", **{"thread-context": "tc0"},
+                          **props)
+                    (event,) = q.events_named(EVENT)
+                    tid1 = event["data"]["thread-id"]
+                    self.assertEqual(cpus_allowed(tid1), cpu_list(tc0))
+                    self.assertEqual(cpus_allowed(pid), cpu_list(main))
+                    try:
+                        q.cmd("quit")
+                    except QmpError:
+                        pass  # the connection may close before the reply
+            finally:
+                wait_gone(pid)
+
+
+def running(pid):
+    """Whether a process exists and has not exited (a zombie has: nobody may reap it here)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid):
+    """Waits for a process that is not this one's child to exit; kills it after the timeout."""
+    deadline = time.monotonic() + Qmp.TIMEOUT
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if running(pid):
+        os.kill(pid, 9)
 
 
 class Launch(unittest.TestCase):
