@@ -904,8 +904,10 @@ pickReexpand(const Ctx *ctx, const vpPlan *plan, const History *h, Decision *d)
         int to = -1;
         double busy;
 
+        /* a numa:N VM's node is one of its guest cells: it stays there */
         if (!hwloc_bitmap_isset(mem, node) ||
-            (plan->policy.locality == VP_LOCALITY_L3 && !samel3) || !coreWholeIdle(ctx, c, d))
+            (plan->policy.locality == VP_LOCALITY_L3 && !samel3) ||
+            (vpLocalitySplit(plan->policy.locality) && tier == 2) || !coreWholeIdle(ctx, c, d))
             continue;
         for (int k = 0; k < core->npus && to < 0; k++) {
             if (!returnForbidden(ctx, h, core->pus[k]))
