@@ -44,7 +44,8 @@ const vpConfKey vpConfKeys[] = {
     K("policy", "smt", VP_CONF_CHOICE, .choices = "isolate, pack, spread, share", .def = "spread"),
     K("policy", "group", VP_CONF_NAME),
     K("policy", "coresched", VP_CONF_CHOICE, .choices = "vm, group, off", .def = "vm"),
-    K("policy", "locality", VP_CONF_CHOICE, .choices = "auto, l3, numa, package, host",
+    K("policy", "locality", VP_CONF_CHOICE,
+      .choices = "auto, l3, numa, package, host, numa:N (N from 2 to 64)", .split_max = 64,
       .def = "auto"),
     K("policy", "emulator", VP_CONF_CHOICE, .choices = "housekeeping, vcpus, dedicated",
       .def = "housekeeping"),
@@ -227,6 +228,17 @@ choiceIndex(const char *choices, const char *value, int *index)
     return false;
 }
 
+/* N of "numa:N": digits without a leading zero, 2..max (as core/policy.c reads it). */
+static bool
+splitValid(const char *digits, int max)
+{
+    size_t n = strspn(digits, "0123456789");
+    if (n == 0 || n > 2 || digits[n] || digits[0] == '0')
+        return false;
+    int v = atoi(digits);
+    return v >= 2 && v <= max;
+}
+
 static bool
 parseUint(const char *s, unsigned long long *out)
 {
@@ -351,8 +363,15 @@ checkValue(Parser *p, const vpConfKey *k, const char *v)
                  k->type == VP_CONF_FILE ? "file path" : "path");
         break;
     case VP_CONF_CHOICE:
-        if (!choiceIndex(k->choices, v, &index))
+        if (k->split_max && strncmp(v, "numa:", 5) == 0) {
+            if (!splitValid(v + 5, k->split_max))
+                fail(p,
+                     "[%s] %s='%s': N of numa:N must be a whole number from 2 to %d (the NUMA "
+                     "nodes to split the VM over)",
+                     k->group, k->key, v, k->split_max);
+        } else if (!choiceIndex(k->choices, v, &index)) {
             fail(p, "[%s] %s='%s' is not one of %s", k->group, k->key, v, k->choices);
+        }
         break;
     case VP_CONF_UINT:
         if (!parseUint(v, &u) || (u < k->min && !(u == 0 && k->zero_off)) || u > k->max)

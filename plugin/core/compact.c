@@ -167,8 +167,13 @@ destinationOn(const vpRoom *r, const vpPlan *plan, int from_core, int c, const b
     }
     if (pu < 0 || !coreTrusts(r, moves, nmoves, c, plan))
         return -1;
+    /* a numa:N VM's vCPUs stay on their node: each node is one of its guest cells */
     if (plan->policy.smt == VP_SMT_SPREAD)
-        return coreRuns(r, moves, nmoves, c, plan, false) ? pu : -1;
+        return coreRuns(r, moves, nmoves, c, plan, false) &&
+                       (!vpLocalitySplit(plan->policy.locality) ||
+                        node == nodeOf(r->topo, from_core))
+                   ? pu
+                   : -1;
     return node == nodeOf(r->topo, from_core) && inPlanGroup(r, plan, c) &&
                    coreRuns(r, moves, nmoves, c, plan, true)
                ? pu

@@ -25,6 +25,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum {
@@ -614,6 +615,10 @@ searchTiers(const vpCtx *ctx, vpSmt smt, const vpTier *tiers, int ntiers, const 
     return false;
 }
 
+static char *splitImpossible(const vpCtx *ctx, unsigned nodes, int n);
+static bool searchSplit(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n, vpChoice *best);
+static char *splitRefusal(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n);
+
 static bool
 search(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best)
 {
@@ -622,7 +627,13 @@ search(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best)
     int ntiers;
     const vpTier *tiers = tiersFor(smt, &ntiers);
     int local = smt == VP_SMT_SPREAD ? nodeLevels(levels, nlevels) : 0;
+    unsigned split = vpLocalitySplit(locality);
 
+    if (split) {
+        g_autofree char *impossible = splitImpossible(ctx, split, n);
+
+        return !impossible && searchSplit(ctx, smt, split, n, best);
+    }
     if (local > 0 && local < nlevels) {
         /* free cores, then own siblings, inside a node; then the same wider */
         if (searchTiers(ctx, smt, tiers, 2, levels, 0, local, n, best) ||
@@ -686,7 +697,13 @@ refusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
     const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
                        : smt == VP_SMT_PACK  ? "free PUs on whole cores"
                                              : "free PUs";
+    unsigned split = vpLocalitySplit(locality);
 
+    if (split) {
+        char *impossible = splitImpossible(ctx, split, n);
+
+        return impossible ? impossible : splitRefusal(ctx, smt, split, n);
+    }
     g_string_printf(s, "%d vCPUs with smt=%s need %d %s", n, vpSmtName(smt), n, unit);
     if (locality != VP_LOCALITY_AUTO)
         g_string_append_printf(s, " within one %s", levelPhrase(levels[0]));
@@ -698,6 +715,158 @@ refusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
         g_string_append_printf(s, "%s the %s%s has %d", l == 0 ? ";" : ",",
                                levels[l] == VP_LEVEL_HOST ? "" : "best ", levelPhrase(levels[l]),
                                best);
+    }
+    return g_string_free(g_steal_pointer(&s), FALSE);
+}
+
+/* --- locality="numa:N": N equal blocks of vCPUs, each on a NUMA node of its own --- */
+
+/* Why a split cannot be asked of this host at all, or NULL: N must divide the vCPUs and
+ * the host must have N nodes. */
+static char *
+splitImpossible(const vpCtx *ctx, unsigned nodes, int n)
+{
+    int have = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
+
+    if (n % (int)nodes != 0)
+        return g_strdup_printf("locality=numa:%u splits the VM into %u equal groups, but %u "
+                               "does not divide its %d vCPUs",
+                               nodes, nodes, nodes, n);
+    if (have < (int)nodes)
+        return g_strdup_printf("locality=numa:%u needs %u NUMA nodes; the host has %d", nodes,
+                               nodes, have);
+    return NULL;
+}
+
+static int
+compareInts(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+static int
+packageOfNode(const vpCtx *ctx, int node)
+{
+    const vpGroup *g = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, node);
+
+    return vpTopologyCore(ctx->topo, g->cores[0])->group[VP_LEVEL_PACKAGE];
+}
+
+/* The nodes to use among those where one block fits (fits[i]), into chosen (ascending):
+ * within one package when one has room for every block, the package whose chosen nodes
+ * share fewest cores and leave the fewest free PUs behind (nodes of one package are
+ * nearer each other); else the best nodes host-wide. Best fit as in search(). */
+static bool
+chooseNodes(const vpCtx *ctx, const vpPick *picks, const bool *fits, unsigned nodes, int *chosen,
+            bool *onepkg)
+{
+    int nn = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
+    int npkg = vpTopologyNGroups(ctx->topo, VP_LEVEL_PACKAGE);
+    gint64 bestscore = G_MAXINT64;
+    g_autofree bool *used = g_new0(bool, nn);
+
+    for (int p = 0; p <= npkg; p++) {
+        bool host = p == npkg;
+        int pick[VP_LOCALITY_SPLIT_MAX];
+        unsigned k = 0;
+        gint64 score = 0;
+
+        if (host && bestscore < G_MAXINT64)
+            break;
+        memset(used, 0, sizeof(bool) * nn);
+        for (; k < nodes; k++) {
+            int best = -1;
+
+            for (int i = 0; i < nn; i++) {
+                if (fits[i] && !used[i] && (host || packageOfNode(ctx, i) == p) &&
+                    (best < 0 || better(&picks[i], &picks[best])))
+                    best = i;
+            }
+            if (best < 0)
+                break;
+            used[best] = true;
+            pick[k] = best;
+            score += (gint64)picks[best].nshared * INT_MAX + picks[best].leftover;
+        }
+        if (k < nodes || score >= bestscore)
+            continue;
+        bestscore = score;
+        *onepkg = !host;
+        for (unsigned j = 0; j < nodes; j++)
+            chosen[j] = pick[j];
+    }
+    if (bestscore == G_MAXINT64)
+        return false;
+    qsort(chosen, nodes, sizeof(int), compareInts);
+    return true;
+}
+
+/* Tier by tier as search(), the first tier at which N nodes can each take a block wins. */
+static bool
+searchSplit(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n, vpChoice *best)
+{
+    int nn = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA), per = n / (int)nodes;
+    int ntiers, chosen[VP_LOCALITY_SPLIT_MAX];
+    const vpTier *base = tiersFor(smt, &ntiers);
+    vpTier tiers[8];
+    g_autofree vpPick *picks = g_new0(vpPick, nn);
+    g_autofree bool *fits = g_new0(bool, nn);
+    bool found = false, onepkg = false;
+
+    memcpy(tiers, base, sizeof(vpTier) * ntiers);
+    if (smt == VP_SMT_SPREAD)
+        tiers[ntiers++] = TIER_SPREAD_ANY;
+    else if (smt == VP_SMT_SHARE)
+        tiers[ntiers++] = TIER_SHARE_ANY;
+    for (int i = 0; i < nn; i++)
+        pickInit(&picks[i], per);
+    for (int t = 0; t < ntiers && !found; t++) {
+        for (int i = 0; i < nn; i++) {
+            const vpGroup *g = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, i);
+
+            fits[i] = false;
+            if (g->npus < per)
+                continue;
+            pickInGroup(ctx, g, smt, tiers[t], per, &picks[i]);
+            fits[i] = picks[i].n == per;
+        }
+        found = chooseNodes(ctx, picks, fits, nodes, chosen, &onepkg);
+    }
+    if (found) {
+        pickReset(&best->pick);
+        for (unsigned k = 0; k < nodes; k++) {
+            const vpPick *p = &picks[chosen[k]];
+
+            memcpy(best->pick.pus + best->pick.n, p->pus, sizeof(int) * p->n);
+            best->pick.n += p->n;
+            g_array_append_vals(best->pick.reserved, p->reserved->data, p->reserved->len);
+            best->pick.nshared += p->nshared;
+            best->pick.leftover += p->leftover;
+        }
+        best->level = onepkg ? VP_LEVEL_PACKAGE : VP_LEVEL_HOST;
+        best->index = onepkg ? packageOfNode(ctx, chosen[0]) : -1;
+    }
+    for (int i = 0; i < nn; i++)
+        pickClear(&picks[i]);
+    return found;
+}
+
+static char *
+splitRefusal(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    int per = n / (int)nodes;
+    const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
+                       : smt == VP_SMT_PACK  ? "free PUs on whole cores"
+                                             : "free PUs";
+
+    g_string_printf(s,
+                    "%d vCPUs with smt=%s and locality=numa:%u need %u NUMA nodes with %d %s each",
+                    n, vpSmtName(smt), nodes, nodes, per, unit);
+    for (int i = 0; i < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); i++) {
+        const vpGroup *g = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, i);
+
+        g_string_append_printf(s, "%s node %u has %d", i ? "," : ";", g->os, roomIn(ctx, g, smt));
     }
     return g_string_free(g_steal_pointer(&s), FALSE);
 }
@@ -1070,10 +1239,15 @@ searchPart(vpCtx *ctx, vpPlan *plan, vpLocality locality, int n, vpChoice *choic
     bool found = search(ctx, smt, locality, n, choice);
 
     if (!found && locality != VP_LOCALITY_AUTO && degrade) {
+        g_autofree char *why =
+            vpLocalitySplit(locality)
+                ? refusalText(ctx, smt, locality, n)
+                : g_strdup_printf("no single %s has room", levelPhrase(localityLevel(locality)));
+
         found = search(ctx, smt, VP_LOCALITY_AUTO, n, choice);
         if (found)
-            vpPlanDegrade(plan, "locality=%s relaxed to locality=auto: no single %s has room",
-                          vpLocalityName(locality), levelPhrase(localityLevel(locality)));
+            vpPlanDegrade(plan, "locality=%s relaxed to locality=auto: %s",
+                          vpLocalityName(locality), why);
     }
     if (!found && (smt == VP_SMT_ISOLATE || smt == VP_SMT_PACK) && degrade) {
         g_autofree char *why = refusalText(ctx, smt, locality, n);

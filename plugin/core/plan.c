@@ -101,6 +101,53 @@ vpPlanAddMove(vpPlan *plan, const char *domain, unsigned vcpu, unsigned from, un
     plan->moves[plan->nmoves++] = (vpMove){g_strdup(domain), vcpu, from, to, g_strdup(reason)};
 }
 
+void
+vpGuestCellsFree(vpGuestCells *cells)
+{
+    if (!cells)
+        return;
+    for (unsigned i = 0; i < cells->ncells; i++)
+        hwloc_bitmap_free(cells->cells[i].vcpus);
+    g_free(cells->cells);
+    g_free(cells);
+}
+
+vpGuestCells *
+vpPlanGuestCells(const vpPlan *plan, const vpTopology *topo)
+{
+    unsigned n = vpLocalitySplit(plan->policy.locality), per;
+    g_autoptr(vpGuestCells) cells = NULL;
+    g_autoptr(vpBitmap) used = hwloc_bitmap_alloc();
+
+    if (!n || !topo || plan->nvcpus % n != 0)
+        return NULL;
+    per = plan->nvcpus / n;
+    cells = g_new0(vpGuestCells, 1);
+    cells->cells = g_new0(vpGuestCell, n);
+    for (unsigned k = 0; k < n; k++) {
+        vpGuestCell *cell = &cells->cells[cells->ncells++];
+        int node = -1;
+
+        cell->id = k;
+        cell->vcpus = hwloc_bitmap_alloc();
+        for (unsigned v = k * per; v < (k + 1) * per; v++) {
+            int pu = plan->vcpu_pu[v] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[v]) : -1;
+            int c = pu >= 0 ? vpTopologyPU(topo, pu)->core : -1;
+            int g = c >= 0 ? vpTopologyCore(topo, c)->group[VP_LEVEL_NUMA] : -1;
+
+            if (g < 0 || (node >= 0 && g != node))
+                return NULL;
+            node = g;
+            hwloc_bitmap_set(cell->vcpus, v);
+        }
+        cell->node = vpTopologyGroup(topo, VP_LEVEL_NUMA, node)->os;
+        if (hwloc_bitmap_isset(used, cell->node))
+            return NULL;
+        hwloc_bitmap_set(used, cell->node);
+    }
+    return g_steal_pointer(&cells);
+}
+
 hwloc_bitmap_t
 vpPlanMemoryNodes(const vpPlan *plan, const vpTopology *topo)
 {
@@ -212,6 +259,7 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
     g_autoptr(JsonBuilder) b = json_builder_new();
     g_autofree char *emulator = vpPlanFormatSet(plan->emulator);
     g_autofree char *reserved = vpPlanFormatSet(plan->reserved);
+    g_autoptr(vpGuestCells) cells = NULL;
     unsigned i;
 
     json_builder_begin_object(b);
@@ -323,6 +371,23 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
         json_builder_add_string_value(b, plan->degraded_reason);
     else
         json_builder_add_null_value(b);
+    if ((cells = vpPlanGuestCells(plan, topo))) {
+        json_builder_set_member_name(b, "guest_cells");
+        json_builder_begin_array(b);
+        for (i = 0; i < cells->ncells; i++) {
+            g_autofree char *list = vpCpuListFormat(cells->cells[i].vcpus);
+
+            json_builder_begin_object(b);
+            json_builder_set_member_name(b, "cell");
+            json_builder_add_int_value(b, cells->cells[i].id);
+            json_builder_set_member_name(b, "vcpus");
+            json_builder_add_string_value(b, list);
+            json_builder_set_member_name(b, "node");
+            json_builder_add_int_value(b, cells->cells[i].node);
+            json_builder_end_object(b);
+        }
+        json_builder_end_array(b);
+    }
     /* written only when there are moves, so plans without them keep their golden form */
     if (plan->nmoves) {
         json_builder_set_member_name(b, "moves");
@@ -582,6 +647,62 @@ vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
     return TRUE;
 }
 
+/* guest_cells is derived from the placement (vpPlanGuestCells): read for its shape only, N
+ * cells of numa:N numbered in order whose vCPU lists split the vCPUs into equal blocks. */
+static gboolean
+vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
+{
+    static const char *const keys[] = {"cell", "vcpus", "node", NULL};
+    JsonNode *node = json_object_get_member(obj, "guest_cells");
+    unsigned n = vpLocalitySplit(plan->policy.locality);
+    JsonArray *arr;
+
+    if (!node)
+        return TRUE;
+    if (!n || plan->nvcpus % n != 0 || !JSON_NODE_HOLDS_ARRAY(node) ||
+        json_array_get_length(arr = json_node_get_array(node)) != n) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "guest_cells=%s does not match locality='%s' over %u vCPUs", shown,
+                    vpLocalityName(plan->policy.locality), plan->nvcpus);
+        return FALSE;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        g_autofree char *path = g_strdup_printf("guest_cells[%u].", k);
+        g_autofree char *where = g_strdup_printf("guest_cells[%u]", k);
+        g_autofree char *field = g_strdup_printf("guest_cells[%u].vcpus", k);
+        g_autoptr(vpBitmap) want = hwloc_bitmap_alloc();
+        g_autoptr(vpBitmap) set = NULL;
+        JsonNode *elem = json_array_get_element(arr, k);
+        JsonObject *cobj;
+        const char *list;
+        gint64 v;
+
+        if (!JSON_NODE_HOLDS_OBJECT(elem)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
+            return FALSE;
+        }
+        cobj = json_node_get_object(elem);
+        if (!vpJsonCheckKeys(cobj, where, keys, error) ||
+            !vpPlanGetInt(cobj, path, "cell", k, k, &v, error) ||
+            !vpPlanGetInt(cobj, path, "node", 0, VP_PLAN_MAX_CPU, &v, error) ||
+            !vpPlanGetString(cobj, path, "vcpus", FALSE, &list, error))
+            return FALSE;
+        if (!(set = vpCpuListParse(field, list, error)))
+            return FALSE;
+        hwloc_bitmap_set_range(want, k * (plan->nvcpus / n), (k + 1) * (plan->nvcpus / n) - 1);
+        if (!hwloc_bitmap_isequal(set, want)) {
+            g_autofree char *expect = vpCpuListFormat(want);
+
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s', expected '%s'", field, list,
+                        expect);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static gboolean
 vpPlanReadMoves(JsonObject *obj, vpPlan *plan, GError **error)
 {
@@ -722,6 +843,7 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
                                        "page_size",
                                        "degraded",
                                        "degraded_reason",
+                                       "guest_cells",
                                        "moves",
                                        NULL};
     vpPolicy policy = {0};
@@ -813,7 +935,7 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
         return FALSE;
     }
     (*plan)->degraded_reason = g_strdup(reason);
-    return vpPlanReadMoves(obj, *plan, error);
+    return vpPlanCheckGuestCells(obj, *plan, error) && vpPlanReadMoves(obj, *plan, error);
 }
 
 vpPlan *
@@ -849,6 +971,7 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
     g_autoptr(GString) s = g_string_new(NULL);
     g_autofree char *emulator = vpPlanFormatSet(plan->emulator);
     g_autofree char *reserved = vpPlanFormatSet(plan->reserved);
+    g_autoptr(vpGuestCells) cells = NULL;
     unsigned i;
 
     g_string_append_printf(s, "domain %s", plan->domain);
@@ -900,6 +1023,19 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
                                plan->topology_mismatch ? " (the declared topology differs)" : "");
     else if (plan->topology_mismatch)
         g_string_append(s, "  the declared guest topology does not line up with host cores\n");
+    if ((cells = vpPlanGuestCells(plan, topo))) {
+        for (i = 0; i < cells->ncells; i++) {
+            g_autofree char *list = vpCpuListFormat(cells->cells[i].vcpus);
+
+            g_string_append_printf(s,
+                                   "  guest cell %u: vcpus %s on host node %u "
+                                   "(<cell id='%u' cpus='%s' .../>, <memnode cellid='%u' "
+                                   "mode='strict' nodeset='%u'/>)\n",
+                                   cells->cells[i].id, list, cells->cells[i].node,
+                                   cells->cells[i].id, list, cells->cells[i].id,
+                                   cells->cells[i].node);
+        }
+    }
     if (plan->degraded)
         g_string_append_printf(s, "  degraded: %s\n", plan->degraded_reason);
     if (plan->nmoves)

@@ -85,6 +85,8 @@ vpPolicyLookup(const vpPolicyName *table, const char *field, const char *value, 
     }
     for (entry = table; entry->name; entry++)
         g_string_append_printf(choices, "%s%s", entry == table ? "" : ", ", entry->name);
+    if (table == localityNames)
+        g_string_append_printf(choices, ", numa:N (N from 2 to %d)", VP_LOCALITY_SPLIT_MAX);
     g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not one of %s", field, value,
                 choices->str);
     return FALSE;
@@ -131,10 +133,50 @@ vpCoreschedName(vpCoresched v)
     return vpPolicyNameOf(coreschedNames, v);
 }
 
+unsigned
+vpLocalitySplit(vpLocality v)
+{
+    return v >= VP_LOCALITY_SPLIT + 2 && v <= VP_LOCALITY_SPLIT + VP_LOCALITY_SPLIT_MAX
+               ? (unsigned)(v - VP_LOCALITY_SPLIT)
+               : 0;
+}
+
 const char *
 vpLocalityName(vpLocality v)
 {
-    return vpPolicyNameOf(localityNames, v);
+    static const char *split[VP_LOCALITY_SPLIT_MAX + 1];
+    unsigned n = vpLocalitySplit(v);
+
+    if (!n)
+        return vpPolicyNameOf(localityNames, v);
+    if (!g_atomic_pointer_get(&split[n])) {
+        g_autofree char *name = g_strdup_printf("numa:%u", n);
+
+        g_atomic_pointer_set(&split[n], g_intern_string(name));
+    }
+    return g_atomic_pointer_get(&split[n]);
+}
+
+/* "numa:N" with N a whole number in [2, VP_LOCALITY_SPLIT_MAX], written without sign,
+ * spaces or leading zeros, so that the name printed back is the name given. */
+static gboolean
+parseSplit(const char *value, int *out, GError **error)
+{
+    const char *digits = value + strlen("numa:");
+    guint64 n = 0;
+
+    if (*digits >= '1' && *digits <= '9' && strspn(digits, "0123456789") == strlen(digits) &&
+        strlen(digits) <= 2)
+        n = g_ascii_strtoull(digits, NULL, 10);
+    if (n < 2 || n > VP_LOCALITY_SPLIT_MAX) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "locality='%s': N of numa:N must be a whole number from 2 to %d (the NUMA "
+                    "nodes to split the VM over)",
+                    value, VP_LOCALITY_SPLIT_MAX);
+        return FALSE;
+    }
+    *out = VP_LOCALITY_SPLIT + (int)n;
+    return TRUE;
 }
 
 const char *
@@ -213,7 +255,9 @@ vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError *
             return FALSE;
         policy->coresched = v;
     } else if (strcmp(field, "locality") == 0) {
-        if (!vpPolicyLookup(localityNames, field, value, &v, error))
+        if (g_str_has_prefix(value, "numa:")
+                ? !parseSplit(value, &v, error)
+                : !vpPolicyLookup(localityNames, field, value, &v, error))
             return FALSE;
         policy->locality = v;
     } else if (strcmp(field, "emulator") == 0) {

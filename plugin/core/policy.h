@@ -20,15 +20,20 @@ typedef enum {
     VP_CORESCHED_OFF,
     VP_CORESCHED_LAST
 } vpCoresched;
-/* auto picks the smallest level that fits; the others force that level. */
+/* auto picks the smallest level that fits; the others force that level. "numa:N" splits
+ * the VM into N equal groups of vCPUs, each on a NUMA node of its own (Nova's
+ * hw:numa_nodes), with matching guest NUMA cells: its value is VP_LOCALITY_SPLIT + N, so
+ * that the name carries N wherever a locality goes. */
 typedef enum {
     VP_LOCALITY_AUTO = 0,
     VP_LOCALITY_L3,
     VP_LOCALITY_NUMA,
     VP_LOCALITY_PACKAGE,
     VP_LOCALITY_HOST,
-    VP_LOCALITY_LAST
+    VP_LOCALITY_LAST,
+    VP_LOCALITY_SPLIT = 100,
 } vpLocality;
+#define VP_LOCALITY_SPLIT_MAX 64
 /* housekeeping: emulator threads on the housekeeping CPUs (libvirt's usual emulatorpin);
  * vcpus: float over the domain's own vCPU PUs; dedicated: one PU of its own. */
 typedef enum {
@@ -72,6 +77,8 @@ void vpPolicyCopy(vpPolicy *dst, const vpPolicy *src);
 const char *vpSmtName(vpSmt v);
 const char *vpCoreschedName(vpCoresched v);
 const char *vpLocalityName(vpLocality v);
+/* N of locality="numa:N", 0 for any other locality. */
+unsigned vpLocalitySplit(vpLocality v);
 const char *vpEmulatorName(vpEmulator v);
 const char *vpRebalanceName(vpRebalance v);
 const char *vpUnmetName(vpUnmet v);

@@ -12,6 +12,10 @@
  * domain, then with its trust group; share also with domains that said smt=share. Domains
  * with rebalance=off or pins of their own (how=pinned) are never moved.
  *
+ * Re-expansion: after the hotspots, a spread domain two of whose vCPUs share a core gets one
+ * of them moved onto a whole idle core of its memory nodes (its L3 first), one per domain
+ * and pass, under the same bounds as any move.
+ *
  * Bounds: at most max_moves decisions per pass; a moved vCPU stays min_residency, doubled
  * for each earlier move still remembered; it does not return to a PU it left within
  * memory unless that PU has been idle for return_quiet intervals since (the load that

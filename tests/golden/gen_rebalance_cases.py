@@ -15,7 +15,8 @@ def fill_busy(n, plans, loads):
         busy[pu] = 1.0 if wait > 0.1 else min(1.0, run + 0.01)
     return busy
 
-def case(name, topo, plans, loads, n, desc, ini, busy_fix=None):
+def case(name, topo, plans, loads, n, desc, ini, busy_fix=None, busy_until=None):
+    """busy_until: {cpu: t}, CPUs busy 100% (host load) up to interval t."""
     npus = topo[0] * topo[1] * topo[2] * topo[3] * topo[4]
     bymap = {p["domain"]: p for p in plans}
     busy = fill_busy(npus, bymap, loads)
@@ -23,16 +24,19 @@ def case(name, topo, plans, loads, n, desc, ini, busy_fix=None):
         busy_fix(busy)
     header = {"events": desc, "topology": dict(zip(("packages", "numa", "l3", "cores", "threads"), topo)),
               "plans": plans}
-    line = {"vcpus": [{"domain": d, "vcpu": v, "interval_ns": SEC, "run_ns": int(run * SEC),
-                        "wait_ns": int(wait * SEC), "voluntary": int(wk), "involuntary": 0}
-                       for (d, v, run, wait, wk) in loads],
-            "cpus": [{"cpu": c, "interval_ns": SEC, "busy_ns": int(b * SEC)} for c, b in enumerate(busy)]}
+
+    def line(t):
+        b = [1.0 if t <= (busy_until or {}).get(c, 0) else x for c, x in enumerate(busy)]
+        return {"vcpus": [{"domain": d, "vcpu": v, "interval_ns": SEC, "run_ns": int(run * SEC),
+                           "wait_ns": int(wait * SEC), "voluntary": int(wk), "involuntary": 0}
+                          for (d, v, run, wait, wk) in loads],
+                "cpus": [{"cpu": c, "interval_ns": SEC, "busy_ns": int(x * SEC)} for c, x in enumerate(b)]}
     d = os.path.join(base, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "intervals.jsonl"), "w") as f:
         f.write(json.dumps(header) + "\n")
-        for _ in range(n):
-            f.write(json.dumps(line, separators=(",", ":")) + "\n")
+        for t in range(1, n + 1):
+            f.write(json.dumps(line(t), separators=(",", ":")) + "\n")
     with open(os.path.join(d, "case.ini"), "w") as f:
         f.write(ini)
 
@@ -132,4 +136,45 @@ case("off-and-pinned-never-move", (1, 1, 1, 8, 1),
      """# rebalance=off and pins of its own: never moved, and the notes say why.
 [case]
 notes=true
+""")
+case("spread-reexpands-when-core-frees", (1, 1, 1, 4, 2),
+     [{"domain": "sq", "smt": "spread", "vcpus": [0, 4]},
+      {"domain": "b", "smt": "spread", "vcpus": [1]},
+      {"domain": "c", "smt": "spread", "vcpus": [2]}],
+     [("sq", 0, 0.05, 0.01, 100), ("sq", 1, 0.05, 0.01, 100), ("b", 0, 0.5, 0.01, 300),
+      ("c", 0, 0.5, 0.01, 300)], 24,
+     "sq squeezed on core 0 (CPUs 0, 4); host load holds core 3 (CPUs 3, 7) for 4 s, then it idles",
+     """# Core 3 is idle from second 5; its smoothed busy figure falls under idle_busy at t=10,
+# after the persistence (5 intervals) it is free, and at t=15 sq's later squeezed vCPU
+# (1, on CPU 4) moves to CPU 3, "smt=spread re-expands", in the same L3; the emulator
+# follows (0,3). Nothing before t=15, nothing after.
+[case]
+notes=true
+ledger=true
+""", busy_until={3: 4, 7: 4})
+case("spread-reexpand-stays-on-memory-node", (1, 2, 1, 2, 2),
+     [{"domain": "sq", "smt": "spread", "vcpus": [0, 4]},
+      {"domain": "b", "smt": "spread", "vcpus": [1]},
+      {"domain": "c", "smt": "spread", "vcpus": [2]}],
+     [("sq", 0, 0.05, 0.01, 100), ("sq", 1, 0.05, 0.01, 100), ("b", 0, 0.5, 0.01, 300),
+      ("c", 0, 0.5, 0.01, 300)], 10,
+     "sq squeezed on core 0 of node 0 (full); core 3 (CPUs 3, 7) idle on node 1",
+     """# Node 0 (cores 0, 1) is full; the only whole idle core is core 3 of node 1, off sq's
+# memory: no move, and from t=5 each pass notes "the whole idle cores are off its memory
+# nodes".
+[case]
+notes=true
+""")
+case("spread-reexpand-no-ping-pong", (1, 1, 1, 4, 2),
+     [{"domain": "sa", "smt": "spread", "vcpus": [0, 4]},
+      {"domain": "sb", "smt": "spread", "vcpus": [1, 5]},
+      {"domain": "c", "smt": "spread", "vcpus": [2]}],
+     [("sa", 0, 0.05, 0.01, 100), ("sa", 1, 0.05, 0.01, 100), ("sb", 0, 0.05, 0.01, 100),
+      ("sb", 1, 0.05, 0.01, 100), ("c", 0, 0.5, 0.01, 300)], 120,
+     "sa and sb squeezed on cores 0 and 1; one whole idle core (3); 120 s",
+     """# Two squeezed domains, one whole idle core: at t=5 sa (first by name) moves vCPU 1
+# from CPU 4 to CPU 3; sb stays (CPU 7 is next to sa now, not whole), and nothing moves
+# again in the remaining 115 intervals: no ping-pong, no stranger on a core.
+[case]
+ledger=true
 """)

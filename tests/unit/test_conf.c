@@ -241,6 +241,36 @@ START_TEST(test_policy_agrees)
 }
 END_TEST
 
+/* locality=numa:N: the table takes the N core takes, and refuses the others with core's
+ * words. */
+START_TEST(test_split_agrees)
+{
+    static const char *const values[] = {"numa:2",  "numa:64", "numa:1", "numa:65",
+                                         "numa:02", "numa:x",  "numa:"};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        char *text = g_strdup_printf("[policy]\nlocality=%s\n", values[i]);
+        char *err = NULL;
+        GError *core = NULL;
+        vpPolicy p;
+        vpPolicyInitDefaults(&p);
+        vpConf *conf = vpConfParse(F, text, strlen(text), &err);
+        gboolean ok = vpPolicySetDefault(&p, "locality", values[i], &core);
+        ck_assert_msg(!conf == !ok, "%s: table %s, core %s", values[i], conf ? "takes" : "refuses",
+                      ok ? "takes" : "refuses");
+        if (!ok) {
+            char *want = g_strdup_printf("%s:2: [policy] %s", F, core->message);
+            ck_assert_str_eq(err, want);
+            g_free(want);
+        }
+        g_clear_error(&core);
+        vpConfFree(conf);
+        free(err);
+        g_free(text);
+        vpPolicyClear(&p);
+    }
+}
+END_TEST
+
 /* [rebalance]: the table's defaults are core's, and so is every range end. */
 START_TEST(test_ranges_agree)
 {
@@ -302,6 +332,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_shipped);
     tcase_add_test(tc, test_cpu_lists);
     tcase_add_test(tc, test_policy_agrees);
+    tcase_add_test(tc, test_split_agrees);
     tcase_add_test(tc, test_ranges_agree);
     suite_add_tcase(s, tc);
     return s;

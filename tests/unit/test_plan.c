@@ -363,6 +363,83 @@ START_TEST(test_moves)
 }
 END_TEST
 
+/* locality=numa:N: guest cells derived from the placement, in JSON and text, read back for
+ * their shape, and absent when the vCPUs do not sit as N blocks on N nodes. */
+START_TEST(test_guest_cells)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpPlan) plan = vpPlanNew("db", 4);
+    g_autoptr(vpPlan) back = NULL;
+    g_autoptr(vpGuestCells) cells = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *again = NULL;
+    g_autofree char *shown = NULL;
+    static const char json[] = "\"guest_cells\":[{\"cell\":0,\"vcpus\":\"0-1\",\"node\":0},"
+                               "{\"cell\":1,\"vcpus\":\"2-3\",\"node\":1}]";
+    static const struct {
+        const char *from, *to, *message;
+    } cases[] = {
+        {"\"vcpus\":\"2-3\"", "\"vcpus\":\"1-3\"",
+         "plan of domain 'db': guest_cells[1].vcpus='1-3', expected '2-3'"},
+        {"\"cell\":1", "\"cell\":0", "plan of domain 'db': guest_cells[1].cell=0, expected 1"},
+        {",\"node\":1", "", "plan of domain 'db': guest_cells[1].node is missing"},
+        {"\"locality\":\"numa:2\"", "\"locality\":\"numa:4\"",
+         "plan of domain 'db': guest_cells=[{\"cell\":0,\"vcpus\":\"0-1\",\"node\":0},{\"cel... "
+         "does not match locality='numa:4' over 4 vCPUs"},
+        {"\"locality\":\"numa:2\"", "\"locality\":\"auto\"",
+         "plan of domain 'db': guest_cells=[{\"cell\":0,\"vcpus\":\"0-1\",\"node\":0},{\"cel... "
+         "does not match locality='auto' over 4 vCPUs"},
+    };
+
+    plan->policy.locality = VP_LOCALITY_SPLIT + 2;
+    plan->vcpu_pu[0] = 0;
+    plan->vcpu_pu[1] = 8;
+    plan->vcpu_pu[2] = 4;
+    plan->vcpu_pu[3] = 5;
+    cells = vpPlanGuestCells(plan, topo);
+    ck_assert_ptr_nonnull(cells);
+    ck_assert_uint_eq(cells->ncells, 2);
+    ck_assert_uint_eq(cells->cells[1].node, 1);
+    ck_assert_int_eq(hwloc_bitmap_first(cells->cells[1].vcpus), 2);
+    ck_assert_int_eq(hwloc_bitmap_weight(cells->cells[1].vcpus), 2);
+    text = toText(plan, topo);
+    ck_assert_msg(strstr(text, json), "%s", text);
+    back = fromText(text, &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    ck_assert_uint_eq(vpLocalitySplit(back->policy.locality), 2);
+    again = toText(back, topo);
+    ck_assert_str_eq(again, text);
+    shown = vpPlanFormat(back, topo);
+    ck_assert_ptr_nonnull(strstr(shown, "  guest cell 1: vcpus 2-3 on host node 1 (<cell id='1' "
+                                        "cpus='2-3' .../>, <memnode cellid='1' mode='strict' "
+                                        "nodeset='1'/>)\n"));
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_auto(GStrv) parts = g_strsplit(text, cases[i].from, 2);
+        g_autofree char *bad_text = g_strjoin(cases[i].to, parts[0], parts[1], NULL);
+        g_autoptr(GError) e = NULL;
+        g_autoptr(vpPlan) p = fromText(bad_text, &e);
+
+        ck_assert_msg(!p, "case %zu accepted", i);
+        ck_assert_str_eq(e->message, cases[i].message);
+    }
+
+    /* block 0 spans both nodes: no cells, nothing written */
+    plan->vcpu_pu[1] = 6;
+    plan->vcpu_pu[2] = 1;
+    g_clear_pointer(&cells, vpGuestCellsFree);
+    ck_assert_ptr_null(vpPlanGuestCells(plan, topo));
+    g_free(text);
+    text = toText(plan, topo);
+    ck_assert_ptr_null(strstr(text, "guest_cells"));
+    /* both blocks on one node */
+    plan->vcpu_pu[1] = 1;
+    plan->vcpu_pu[2] = 2;
+    plan->vcpu_pu[3] = 3;
+    ck_assert_ptr_null(vpPlanGuestCells(plan, topo));
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -379,6 +456,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_empty_vcpus);
     tcase_add_test(tc, test_format);
     tcase_add_test(tc, test_moves);
+    tcase_add_test(tc, test_guest_cells);
     suite_add_tcase(s, tc);
     return s;
 }

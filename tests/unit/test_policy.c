@@ -30,11 +30,11 @@ END_TEST
 /* Each attribute's values, as the schema spells them. */
 static const struct {
     const char *field;
-    const char *values[6];
+    const char *values[8];
 } attrs[] = {
     {"smt", {"isolate", "pack", "spread", "share"}},
     {"coresched", {"vm", "group", "off"}},
-    {"locality", {"auto", "l3", "numa", "package", "host"}},
+    {"locality", {"auto", "l3", "numa", "package", "host", "numa:2", "numa:64"}},
     {"emulator", {"housekeeping", "vcpus", "dedicated"}},
     {"rebalance", {"auto", "off"}},
     {"unmet", {"refuse", "degrade"}},
@@ -90,7 +90,27 @@ START_TEST(test_unknown_value_names_field_and_choices)
     g_clear_error(&err);
 
     ck_assert(!vpPolicySetAttr(&p, "locality", "", &err));
-    ck_assert_str_eq(err->message, "locality='' is not one of auto, l3, numa, package, host");
+    ck_assert_str_eq(err->message, "locality='' is not one of auto, l3, numa, package, host, "
+                                   "numa:N (N from 2 to 64)");
+    g_clear_error(&err);
+
+    for (const char *const *bad =
+             (const char *const[]){"numa:", "numa:1", "numa:0", "numa:65", "numa:02", "numa:+2",
+                                   "numa:2 ", "numa:x", "numa:99999999999999999999", NULL};
+         *bad; bad++) {
+        g_autofree char *want = g_strdup_printf(
+            "locality='%s': N of numa:N must be a whole number from 2 to 64 (the NUMA nodes to "
+            "split the VM over)",
+            *bad);
+
+        ck_assert_msg(!vpPolicySetAttr(&p, "locality", *bad, &err), "%s accepted", *bad);
+        ck_assert_str_eq(err->message, want);
+        ck_assert_int_eq(p.locality, VP_LOCALITY_AUTO);
+        g_clear_error(&err);
+    }
+    ck_assert_uint_eq(vpLocalitySplit(VP_LOCALITY_NUMA), 0);
+    ck_assert(vpPolicySetAttr(&p, "locality", "numa:3", &err));
+    ck_assert_uint_eq(vpLocalitySplit(p.locality), 3);
     vpPolicyClear(&p);
 }
 END_TEST
