@@ -80,7 +80,7 @@ hookClient(gpointer data)
     if (err)
         r->error = g_strdup(err->message);
     g_autoptr(JsonObject) rel = request("release", name, NULL);
-    g_autoptr(JsonNode) released = vpClientCallTimeout(sockpath, rel, 5000, NULL);
+    G_GNUC_UNUSED g_autoptr(JsonNode) released = vpClientCallTimeout(sockpath, rel, 5000, NULL);
     g_atomic_int_inc(&done);
     return NULL;
 }
@@ -97,7 +97,7 @@ hostileSender(gpointer data)
     g_string_append(xml, "/></metadata></domain>");
     g_autoptr(JsonObject) req = request("reserve", "hostile", xml->str);
     while (!g_atomic_int_get(&stop)) {
-        g_autoptr(JsonNode) reply = vpClientCallTimeout(sockpath, req, 10000, NULL);
+        G_GNUC_UNUSED g_autoptr(JsonNode) reply = vpClientCallTimeout(sockpath, req, 10000, NULL);
         (*sent)++;
     }
     return NULL;

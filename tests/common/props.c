@@ -262,14 +262,11 @@ checkCells(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
 static gboolean
 checkMemory(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, GError **error)
 {
-    guint64 sum = 0;
-
     for (unsigned m = 0; m < plan->nmem; m++) {
         int g = vpTopologyNodeByOS(topo, plan->mem[m].node);
         const vpGroup *node;
         guint64 cap = 0, used;
 
-        sum += plan->mem[m].bytes;
         if (g < 0)
             return fail(error, "memory on node %u, which the host lacks", plan->mem[m].node);
         node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
