@@ -41,6 +41,8 @@ const vpConfKey vpConfKeys[] = {
     K("daemon", "vcpu_poll_ms", VP_CONF_UINT, .min = 100, .max = 3600000, .zero_off = true,
       .unit = MS, .def = "2000"),
     K("daemon", "qemu_run_dir", VP_CONF_PATH),
+    K("daemon", "node_memory_reserve_mib", VP_CONF_UINT, .max = 1048576, .unit = "MiB",
+      .def = "512"),
     K("policy", "smt", VP_CONF_CHOICE, .choices = "isolate, pack, spread, share", .def = "spread"),
     K("policy", "group", VP_CONF_NAME),
     K("policy", "coresched", VP_CONF_CHOICE, .choices = "vm, group, off", .def = "vm"),

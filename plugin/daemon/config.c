@@ -5,6 +5,7 @@
  */
 #include "daemon/config.h"
 #include "conf/conf.h"
+#include "host/hwtopo.h"
 #include "host/threads.h"
 
 #include <string.h>
@@ -106,6 +107,7 @@ configFromConf(vpConfig *cfg, const vpConf *conf, GError **error)
     cfg->hook_failure = vpConfGetChoice(conf, d, "hook_failure");
     cfg->hook_timeout_ms = (int)vpConfGetUint(conf, d, "hook_timeout_ms");
     cfg->vcpu_poll_ms = (guint)vpConfGetUint(conf, d, "vcpu_poll_ms");
+    cfg->node_reserve = (guint64)vpConfGetUint(conf, d, "node_memory_reserve_mib") << 20;
     const char *globs = vpConfGet(conf, d, "domains");
     if (globs) {
         char **list = vpConfList(globs);
@@ -191,4 +193,14 @@ vpConfigLoad(const char *path, GError **error)
         g_prefix_error(error, "%s: ", file);
     vpConfFree(conf);
     return ok ? g_steal_pointer(&cfg) : NULL;
+}
+
+vpTopology *
+vpConfigLoadTopology(const vpConfig *cfg, GError **error)
+{
+    vpTopology *topo = vpHwtopoLoad(cfg->topology, cfg->host_cpus, cfg->housekeeping, error);
+
+    if (topo)
+        vpTopologySetNodeReserve(topo, cfg->node_reserve);
+    return topo;
 }

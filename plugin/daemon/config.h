@@ -21,6 +21,8 @@
  *   qemu_run_dir=/run/libvirt/qemu  where libvirt's QEMU driver keeps its pidfiles, by which
  *                                 vCPU threads are found (default: that directory for
  *                                 qemu:///system, none for other URIs: no thread known)
+ *   node_memory_reserve_mib=512   memory of each NUMA node kept for the host: a domain is
+ *                                 placed on a node only where the rest holds its memory
  *   [policy]
  *   smt=spread ...                defaults for what a domain's metadata leaves out
  *   [rebalance]
@@ -58,8 +60,9 @@ typedef struct {
     int hook_timeout_ms;
     char **domains; /* NULL: every domain */
     char *qemu_conf;
-    guint vcpu_poll_ms; /* 0: off */
-    char *qemu_run_dir; /* NULL: from the URI */
+    guint vcpu_poll_ms;   /* 0: off */
+    guint64 node_reserve; /* bytes of each node's memory kept for the host */
+    char *qemu_run_dir;   /* NULL: from the URI */
     vpPolicy defaults;
     /* [rebalance] */
     vpBalanceMode balance_mode;
@@ -74,6 +77,9 @@ vpConfig *vpConfigNew(void);
 /* path NULL: the default path, where a missing file means built-in defaults; an explicit
  * path must exist. */
 vpConfig *vpConfigLoad(const char *path, GError **error);
+/* The host topology the configuration names (topology, host_cpus, housekeeping_cpus), with
+ * its node memory reserve. */
+vpTopology *vpConfigLoadTopology(const vpConfig *cfg, GError **error);
 void vpConfigFree(vpConfig *cfg);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpConfig, vpConfigFree)
 

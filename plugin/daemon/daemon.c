@@ -203,7 +203,7 @@ vpDaemon *
 vpDaemonNew(vpConfig *cfg, GError **error)
 {
     g_autoptr(vpConfig) owned = cfg;
-    vpTopology *topo = vpHwtopoLoad(cfg->topology, cfg->host_cpus, cfg->housekeeping, error);
+    vpTopology *topo = vpConfigLoadTopology(cfg, error);
     if (!topo) {
         g_prefix_error(error, "topology %s: ", cfg->topology ? cfg->topology : "host");
         return NULL;
@@ -314,7 +314,7 @@ vpDaemonReload(vpDaemon *d, GError **error)
     keepBound("socket", &cfg->socket, d->cfg->socket);
     keepBound("state", &cfg->state, d->cfg->state);
     keepBound("topology", &cfg->topology, d->cfg->topology);
-    vpTopology *topo = vpHwtopoLoad(cfg->topology, cfg->host_cpus, cfg->housekeeping, error);
+    vpTopology *topo = vpConfigLoadTopology(cfg, error);
     if (!topo) {
         g_prefix_error(error, "topology %s: ", cfg->topology ? cfg->topology : "host");
         return FALSE;

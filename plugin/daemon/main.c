@@ -87,8 +87,7 @@ main(int argc, char **argv)
     }
     if (check) {
         G_GNUC_UNUSED g_autoptr(vpConfig) owned = cfg;
-        g_autoptr(vpTopology) topo =
-            vpHwtopoLoad(cfg->topology, cfg->host_cpus, cfg->housekeeping, &err);
+        g_autoptr(vpTopology) topo = vpConfigLoadTopology(cfg, &err);
         if (!topo) {
             g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "MESSAGE", "topology %s: %s",
                              cfg->topology ? cfg->topology : "host", err->message);
