@@ -132,7 +132,9 @@ vpDomXMLScanTag(vpDomXMLCount *c, const char *xml, gsize len, gsize *i, GError *
             quote = ch;
         } else if (ch == '=') {
             if (++attrs > VP_DOMXML_MAX_ATTRS) {
-                gsize n = strcspn(xml + start, " \t\r\n/>");
+                gsize n = 0;
+                while (start + n < *i && !strchr(" \t\r\n/>", xml[start + n]))
+                    n++;
                 g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                             "%s: line %u: element <%.*s> has more than %d attributes", c->what, at,
                             (int)MIN(n, 40), xml + start, VP_DOMXML_MAX_ATTRS);
