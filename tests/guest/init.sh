@@ -5,7 +5,8 @@
 #   VPGUEST boot ...        kernel and command line
 #   VPGUEST exit PROG RC    one per program; RC must be 0
 #   VPGUEST done            all programs ran; its absence means a crash or a hang
-# The kernel command line carries vp.mode (smt | nosmt), vp.cores and vp.threads.
+# The kernel command line carries vp.mode (smt | nosmt | cost), vp.cores and vp.threads;
+# with cost, vp.cost=ARG once per argument of guest-costload (issue 16's benchmark).
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -17,12 +18,14 @@ export HOME=/tmp TMPDIR=/tmp
 mode=
 cores=
 threads=
+costargs=
 read -r cmdline </proc/cmdline
 for arg in $cmdline; do
     case $arg in
     vp.mode=*) mode=${arg#vp.mode=} ;;
     vp.cores=*) cores=${arg#vp.cores=} ;;
     vp.threads=*) threads=${arg#vp.threads=} ;;
+    vp.cost=*) costargs="$costargs ${arg#vp.cost=}" ;;
     esac
 done
 
@@ -51,6 +54,10 @@ nosmt)
     run cookies guest-cookies nosmt
     run daemoncookies guest-daemoncookies nosmt
     run test_coresched test_coresched
+    ;;
+cost)
+    # shellcheck disable=SC2086 # one word per argument, none with spaces or globs
+    run costload guest-costload $costargs
     ;;
 *)
     echo "VPGUEST fail init.mode unknown vp.mode '$mode'"
