@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -510,6 +511,42 @@ checkSiblings(const char *spec)
     }
 }
 
+/*
+ * Cookie ids read 0 until the kernel's key for them exists, made from the random pool once
+ * it is ready, which TCG (no RDRAND, few interrupts) leaves until asked: a blocking read
+ * makes the kernel gather it, and a throwaway process waits until its own cookie reads
+ * non-zero, so that checkSetup's 0 means "no cookie".
+ */
+static void
+idsReadable(void)
+{
+    char byte;
+    pid_t pid;
+    int status = 0;
+
+    if (getrandom(&byte, 1, 0) != 1)
+        perror("getrandom");
+    pid = fork();
+    if (pid == 0) {
+        uint64_t id = 0;
+
+        if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE, 0, VP_CORESCHED_SCOPE_THREAD, 0) < 0)
+            _exit(2);
+        for (int i = 0; i < 200 && !id; i++) {
+            if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, 0, VP_CORESCHED_SCOPE_THREAD,
+                      (unsigned long)&id) < 0)
+                _exit(2);
+            if (!id)
+                g_usleep(G_USEC_PER_SEC / 20);
+        }
+        _exit(id ? 0 : 1);
+    }
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    vpgCheck(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "cookie-ids",
+             "cookie ids readable before the runs (exit %d)", WEXITSTATUS(status));
+}
+
 static Config *
 findConfig(Config *configs, int n, const char *name)
 {
@@ -557,7 +594,6 @@ main(int argc, char **argv)
     Config configs[MAX_CONFIGS];
     g_auto(GStrv) counts = NULL;
     int total = 0;
-    char byte;
 
     vpgBegin("costload");
     g_option_context_add_main_entries(ctx, entries, NULL);
@@ -588,10 +624,7 @@ main(int argc, char **argv)
         perror("mmap");
         return 2;
     }
-    /* Cookie ids read 0 until the random pool is ready, which TCG (no RDRAND, few
-     * interrupts) leaves until asked: a blocking read makes the kernel gather it. */
-    if (getrandom(&byte, 1, 0) != 1)
-        perror("getrandom");
+    idsReadable();
     if (siblings)
         checkSiblings(siblings);
     for (int r = 0; r < runs; r++)
