@@ -237,6 +237,75 @@ def analyse(rows):
     return figures, summ, headline
 
 
+def whole_core_tenants(plan, cfg):
+    """Tenants of a pinned configuration whose cores hold no thread of another cookie."""
+    c = next(x for x in plan["configs"] if x["name"] == cfg)
+    if not c["pins"] or not c["cookies"]:
+        return None
+    core = {}
+    for sib in plan["siblings"].split("/"):
+        lo, _, hi = sib.partition("-")
+        for cpu in range(int(lo), int(hi or lo) + 1):
+            core[cpu] = sib
+    label_on = {}
+    for t, pins in enumerate(c["pins"]):
+        for cpu in pins or []:
+            label_on.setdefault(core[cpu], set()).add(c["cookies"][t])
+    return [NAMES[t] for t, pins in enumerate(c["pins"])
+            if pins and all(label_on[core[cpu]] == {c["cookies"][t]} for cpu in pins)]
+
+
+def subset_share(figures, cfg, names):
+    """Per run: (CPU per vCPU, forced idle of run) of the named tenants together."""
+    out = {}
+    for run, f in figures[cfg].items():
+        ts = [t for t in f["tenants"] if t["tenant"] in names]
+        vcpus = sum(t["vcpus"] for t in ts)
+        cpu = sum(t["cpu_per_vcpu"] * t["vcpus"] for t in ts)
+        fi = sum(t["forceidle_of_run"] * t["cpu_per_vcpu"] * t["vcpus"] for t in ts)
+        out[run] = (cpu / vcpus, fi / cpu if cpu else 0.0)
+    return out
+
+
+def goals(plan, modes, lead):
+    """The issue's goals against the lead figures, said as met or not and by how much."""
+    figures, summ, headline = modes[lead]
+    lines = ["### The goals", ""]
+    if "c" in summ and "c" in headline:
+        fi = summ["c"]["forceidle_of_run"]["median"]
+        rec = headline["c"]["cpu_share"]["of_medians"]
+        whole = whole_core_tenants(plan, "c")
+        lines.append(
+            f"- (c) forced idle under 2% of run time: {'met' if fi < 0.02 else 'not met'}, "
+            f"{pct(fi)} (median of the runs). Recovers at least 75% of (a)->(b)'s loss in CPU "
+            f"share: {'met' if rec is not None and rec >= 0.75 else 'not met'}, {pct(rec, 0)}.")
+        if whole and set(whole) != set(NAMES[:len(plan["tenants"])]):
+            others = [NAMES[t] for t in range(len(plan["tenants"])) if NAMES[t] not in whole]
+            a_s, b_s, c_s = (subset_share(figures, x, whole) for x in ("a", "b", "c"))
+            med = lambda d, i: statistics.median(v[i] for v in d.values())  # noqa: E731
+            rec_w = recovery(med(a_s, 0), med(b_s, 0), med(c_s, 0))
+            lines.append(
+                f"  Why: the host is full and {' and '.join(others)} are tenants of one vCPU "
+                "and different cookies, so the placer can only pair them on one core "
+                "(smt=spread puts a stranger beside them last, when nothing else is left; "
+                "smt=pack refuses the second). The "
+                f"tenants that got whole cores ({', '.join(whole)}): forced idle "
+                f"{pct(med(c_s, 1), 2)} in (c) against {pct(med(b_s, 1), 2)} in (b); CPU per "
+                f"vCPU {pct(med(a_s, 0))} (a), {pct(med(b_s, 0))} (b), {pct(med(c_s, 0))} (c): "
+                f"(c) recovers {pct(rec_w, 0)} of their loss.")
+    if "e" in summ:
+        e = whole_core_tenants(plan, "e") or []
+        fi = summ["e"]["forceidle_of_run"]["median"]
+        rec = headline.get("e", {}).get("cpu_share", {}).get("of_medians")
+        lines.append(
+            f"- (e) a trust group uses siblings without forced idle: "
+            f"{'met' if fi < 0.02 else 'not met'}: forced idle {pct(fi, 2)} of run time (the "
+            f"group's two 1-vCPU tenants share a core and a cookie; tenants on cores of their "
+            f"own cookie: {', '.join(e)}); it recovers {pct(rec, 0)} of (a)->(b)'s loss in "
+            "CPU share.")
+    return lines + [""]
+
+
 def pct(v, digits=1):
     return "-" if v is None else f"{100 * v:.{digits}f}%"
 
@@ -252,7 +321,7 @@ def chart(modes, plan, png):
         return "gnuplot not found: no chart"
     order = [c["name"] for c in plan["configs"]]
     with tempfile.TemporaryDirectory() as tmp:
-        script = ["set terminal pngcairo size 1400,520 font ',10'",
+        script = [f"set terminal pngcairo size {700 * len(modes)},520 font ',10'",
                   f"set output '{png}'", "set style fill solid 0.8 border -1",
                   "set boxwidth 0.7", "set grid ytics", "set key off",
                   "set yrange [0:*]", "set xtics scale 0",
@@ -298,6 +367,9 @@ def lead_why(modes, lead):
             f"{pct(summ['a']['cpu_share']['median'])}; b's work per CPU-second "
             f"{summ['b']['work_per_cpu_s']['median'] / summ['a']['work_per_cpu_s']['median']:.2f}"
             " of a's")
+        if "d" in summ:
+            ratio_d = summ["d"]["work_per_s"]["median"] / summ["a"]["work_per_s"]["median"]
+            facts[-1] += f"; d, with half the CPUs online, {ratio_d:.2f} of a's work/s"
     return (f"The report leads with the {lead} boot's CPU share and forced idle. Under plain "
             "(multi-threaded) TCG each guest CPU is a host thread, and the 8 share 2 host CPUs "
             "with the other sessions' work: a guest CPU forced idle halts and hands its host "
@@ -307,8 +379,11 @@ def lead_why(modes, lead):
             "guest's. With -icount shift=auto,sleep=off one host thread runs the vCPUs in turn "
             "and guest time follows the instructions executed, so no vCPU falls behind another "
             "because of the host's load, and a wakeup costs guest time, not a host scheduling "
-            "delay. In both modes the CPU share (the guest kernel's own account of the run "
-            "time the tenants got, over 8 CPUs x span) and forced idle over run time do not "
+            "delay; but the vCPUs then share one instruction stream, so a vCPU that halts "
+            "(forced idle, or offline) leaves its instructions to the others and work per "
+            "second hides the loss entirely. In both modes the CPU share (the guest kernel's "
+            "own account of the run time the tenants got, over 8 CPUs x span) and forced idle "
+            "over run time do not "
             "depend on how fast QEMU emulates; work figures do, and are shown beside them. "
             "Seen here: " + "; ".join(facts) + ". TCG also emulates siblings as full CPUs "
             "(no shared execution units), so SMT off (d) loses half the CPUs here, where real "
@@ -391,6 +466,7 @@ def section(modes, lead, plan, meta, chart_name, chart_note):
             lines.append(f"| {c} | {cell('cpu_share')} | {cell('forceidle_of_run')} | "
                          f"{cell('work_per_s')} | {cell('work_per_cpu_s')} |")
         lines.append("")
+    lines += goals(plan, modes, lead)
     if chart_name:
         lines += [f"![CPU share and forced idle per configuration]({chart_name})", ""]
     if chart_note:
