@@ -11,7 +11,8 @@
 # Two boots: with -icount shift=auto,sleep=off (the lead figures) and plain multi-threaded
 # TCG (the distorted ones, beside them). Writes JSON to --out (default $VP_BENCH_OUT) and,
 # beside it with the same name, .png (the chart) and .md (the report section); the console
-# logs stay in --workdir (default: a temporary directory, removed). About 6 minutes here.
+# logs stay in --workdir (default: a temporary directory, removed). 6 to 11 minutes here,
+# with the host's load.
 #
 #   tests/bench/coresched-cost.sh [--out FILE.json] [--runs N] [--seconds S]
 #                                 [--tenants 4,2,1,1] [--chunk N] [--workdir DIR]
@@ -97,8 +98,9 @@ fi
 for w in $words; do append+=" vp.cost=$w"; done
 nconfigs=$(wc -w <<<"$words")
 # Boot and kernel start about 30 s here; each configuration's run its span, the warm-up
-# and the tenants' start; twice that for a loaded host.
-limit=$((60 + 2 * runs * nconfigs * (seconds + 2)))
+# and the tenants' start; four times that for a loaded host (icount's guest slows down
+# with the host: a 5 x 6 x 3 s boot took 187 s at a load of 5 and over 360 s at 7).
+limit=$((120 + 4 * runs * nconfigs * (seconds + 2)))
 
 boot() { # MODE [--icount auto]
     local mode=$1

@@ -69,6 +69,7 @@ class Parse(unittest.TestCase):
         self.assertEqual(cc.whole_core_tenants(plan, "c"), ["A", "B"])
         self.assertEqual(cc.whole_core_tenants(plan, "e"), ["A", "B", "C", "D"])
         self.assertIsNone(cc.whole_core_tenants(plan, "b"))
+        self.assertEqual(cc.shared_cores(plan, "e"), [("4-5", ["C", "D"])])
 
 
 if __name__ == "__main__":
