@@ -56,7 +56,10 @@ typedef struct {
     int *nusable;
     vpRel *rel;
     bool *pufree;                    /* per logical PU: usable and not held */
-    GHashTable *orders[VP_SMT_LAST]; /* group -> its cores in walking order (orderCores) */
+    GHashTable *orders[VP_SMT_LAST]; /* group -> its vpOrder (orderCores) */
+    /* orders whose keys are still to be taken from the snapshot as it is: taken before the
+     * snapshot changes (ctxSetMask, ctxHold), dropped unused when the placement ends */
+    GPtrArray *owed;
     /* NUMA and cpuset constraints (see "Constraints" below): per logical PU whether a vCPU
      * of the part being placed may take it (NULL: any), and per core how many free PUs
      * are such. */
@@ -147,11 +150,33 @@ movedPU(const vpCtx *ctx, int pu)
     return false;
 }
 
+/* A group's walking order (orderCores): sort keys taken from the snapshot of the search
+ * that first reached the group, sorted into cores only once a pick walks it. */
+typedef struct {
+    const vpGroup *g;
+    vpSmt smt;
+    guint64 *keys; /* NULL while owed (ctx->owed) */
+    int *cores;    /* NULL until sorted */
+} vpOrder;
+
+static void
+orderFree(gpointer data)
+{
+    vpOrder *order = data;
+
+    g_free(order->keys);
+    g_free(order->cores);
+    g_free(order);
+}
+
 static void
 ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
         const vpMove *moves, unsigned nmoves)
 {
     g_autoptr(GHashTable) rel_by_domain = g_hash_table_new(NULL, NULL);
+    /* neighbouring PUs mostly have one holder */
+    const char *last_domain = NULL;
+    gpointer last_rel = NULL;
 
     ctx->topo = topo;
     ctx->ledger = ledger;
@@ -164,7 +189,8 @@ ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequ
     ctx->rel = g_new0(vpRel, ctx->ncores);
     ctx->pufree = g_new0(bool, vpTopologyNPUs(topo));
     for (int i = 0; i < VP_SMT_LAST; i++)
-        ctx->orders[i] = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+        ctx->orders[i] = g_hash_table_new_full(NULL, NULL, NULL, orderFree);
+    ctx->owed = g_ptr_array_new();
     ctx->nok = g_new0(int, ctx->ncores);
 
     for (int c = 0; c < ctx->ncores; c++) {
@@ -184,12 +210,16 @@ ctxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequ
                 continue;
             }
             ctx->nusable[c] += vpTopologyPU(topo, pu)->usable;
-            if (!g_hash_table_lookup_extended(rel_by_domain, owner.domain, NULL, &r)) {
+            if (owner.domain == last_domain) {
+                r = last_rel;
+            } else if (!g_hash_table_lookup_extended(rel_by_domain, owner.domain, NULL, &r)) {
                 const vpPlan *plan = vpLedgerLookup(ledger, owner.domain);
 
                 r = GINT_TO_POINTER(plan ? relationOf(ctx, plan) : REL_FOREIGN);
                 g_hash_table_insert(rel_by_domain, (gpointer)owner.domain, r);
             }
+            last_domain = owner.domain;
+            last_rel = r;
             ctx->rel[c] = MAX(ctx->rel[c], (vpRel)GPOINTER_TO_INT(r));
         }
         ctx->nok[c] = ctx->nfree[c];
@@ -207,6 +237,7 @@ ctxClear(vpCtx *ctx)
         if (ctx->orders[i])
             g_hash_table_destroy(ctx->orders[i]);
     }
+    g_ptr_array_free(ctx->owed, TRUE);
     g_free(ctx->nok);
 }
 
@@ -280,66 +311,115 @@ coreRoom(const vpCtx *ctx, int c, vpSmt smt)
     }
 }
 
-typedef struct {
-    const vpCtx *ctx;
-    const int *node_room; /* per NUMA group index */
-    const int *l3_room;   /* per L3 group index */
-} vpOrderKey;
+/* Sort keys of orderCores(): room fits in 20 bits and the core index in 21 for any host
+ * hwloc describes, so one integer compare orders by node room, then L3 room (both
+ * descending), then topology order. */
+#define VP_ORDER_BITS 21
+#define VP_ORDER_ROOM_MAX ((1 << (VP_ORDER_BITS - 1)) - 1)
 
 static int
-compareCores(gconstpointer a, gconstpointer b, gpointer data)
+compareKeys(const void *a, const void *b)
 {
-    const vpOrderKey *key = data;
-    const vpCore *ca = vpTopologyCore(key->ctx->topo, *(const int *)a);
-    const vpCore *cb = vpTopologyCore(key->ctx->topo, *(const int *)b);
-    int na = key->node_room[ca->group[VP_LEVEL_NUMA]];
-    int nb = key->node_room[cb->group[VP_LEVEL_NUMA]];
-    int la = key->l3_room[ca->group[VP_LEVEL_L3]];
-    int lb = key->l3_room[cb->group[VP_LEVEL_L3]];
+    guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
 
-    if (na != nb)
-        return nb - na;
-    if (la != lb)
-        return lb - la;
-    return *(const int *)a - *(const int *)b;
+    return (x > y) - (x < y);
 }
 
-/* The group's cores, roomiest NUMA node first and inside it roomiest L3 first, then in
- * topology order: a VM that must spill over several nodes or L3s then takes the fewest, not
- * the first ones with any room. Groups no larger than an L3 keep topology order. The room
- * depends only on the snapshot and the policy, so each group is sorted once per placement
- * (the ctx owns the result). */
-static const int *
-orderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
+static guint64
+orderKey(int node_room, int l3_room, int c)
 {
+    return (guint64)(VP_ORDER_ROOM_MAX - MIN(node_room, VP_ORDER_ROOM_MAX)) << (2 * VP_ORDER_BITS) |
+           (guint64)(VP_ORDER_ROOM_MAX - MIN(l3_room, VP_ORDER_ROOM_MAX)) << VP_ORDER_BITS |
+           (guint64)c;
+}
+
+static void
+orderKeys(const vpCtx *ctx, vpOrder *order)
+{
+    const vpGroup *g = order->g;
     int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
     int nl3 = vpTopologyNGroups(ctx->topo, VP_LEVEL_L3);
-    g_autofree int *node_room = NULL;
-    g_autofree int *l3_room = NULL;
-    vpOrderKey key = {ctx, NULL, NULL};
-    int *order;
+    g_autofree int *node_room = g_new0(int, MAX(nnodes, 1));
+    g_autofree int *l3_room = g_new0(int, MAX(nl3, 1));
 
-    if (g->level <= VP_LEVEL_L3 || g->ncores < 2)
-        return g->cores;
-    if ((order = g_hash_table_lookup(ctx->orders[smt], g)))
-        return order;
-    order = g_memdup2(g->cores, sizeof(int) * g->ncores);
-    g_hash_table_insert(ctx->orders[smt], (gpointer)g, order);
-    node_room = g_new0(int, MAX(nnodes, 1));
-    l3_room = g_new0(int, MAX(nl3, 1));
+    order->keys = g_new(guint64, g->ncores);
     for (int i = 0; i < g->ncores; i++) {
         const vpCore *core = vpTopologyCore(ctx->topo, g->cores[i]);
-        int room = coreRoom(ctx, g->cores[i], smt);
+        int room = coreRoom(ctx, g->cores[i], order->smt);
 
         if (core->group[VP_LEVEL_NUMA] >= 0)
             node_room[core->group[VP_LEVEL_NUMA]] += room;
         if (core->group[VP_LEVEL_L3] >= 0)
             l3_room[core->group[VP_LEVEL_L3]] += room;
     }
-    key.node_room = node_room;
-    key.l3_room = l3_room;
-    g_qsort_with_data(order, g->ncores, sizeof(int), compareCores, &key);
+    for (int i = 0; i < g->ncores; i++) {
+        const vpCore *core = vpTopologyCore(ctx->topo, g->cores[i]);
+        int nr = core->group[VP_LEVEL_NUMA] >= 0 ? node_room[core->group[VP_LEVEL_NUMA]] : 0;
+        int lr = core->group[VP_LEVEL_L3] >= 0 ? l3_room[core->group[VP_LEVEL_L3]] : 0;
+
+        order->keys[i] = orderKey(nr, lr, g->cores[i]);
+    }
+}
+
+/* The room depends only on the snapshot and the policy, so each group's order is fixed once
+ * per placement (the ctx owns it), by the snapshot of the first search that reaches the
+ * group; its keys are taken at once when needed now, else before the snapshot changes. */
+static vpOrder *
+orderEntry(const vpCtx *ctx, const vpGroup *g, vpSmt smt, bool now)
+{
+    vpOrder *order = g_hash_table_lookup(ctx->orders[smt], g);
+
+    if (!order) {
+        order = g_new0(vpOrder, 1);
+        order->g = g;
+        order->smt = smt;
+        g_hash_table_insert(ctx->orders[smt], (gpointer)g, order);
+        if (!now)
+            g_ptr_array_add(ctx->owed, order);
+    }
+    if (now && !order->keys)
+        orderKeys(ctx, order);
     return order;
+}
+
+/* Takes the owed keys from the snapshot before it changes. */
+static void
+orderSettle(const vpCtx *ctx)
+{
+    for (guint i = 0; i < ctx->owed->len; i++) {
+        vpOrder *order = ctx->owed->pdata[i];
+
+        if (!order->keys)
+            orderKeys(ctx, order);
+    }
+    g_ptr_array_set_size(ctx->owed, 0);
+}
+
+static bool
+orderKept(const vpGroup *g)
+{
+    return g->level <= VP_LEVEL_L3 || g->ncores < 2;
+}
+
+/* The group's cores, roomiest NUMA node first and inside it roomiest L3 first, then in
+ * topology order: a VM that must spill over several nodes or L3s then takes the fewest, not
+ * the first ones with any room. Groups no larger than an L3 keep topology order. */
+static const int *
+orderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
+{
+    vpOrder *order;
+
+    if (orderKept(g))
+        return g->cores;
+    order = orderEntry(ctx, g, smt, true);
+    if (!order->cores) {
+        qsort(order->keys, g->ncores, sizeof(guint64), compareKeys);
+        order->cores = g_new(int, g->ncores);
+        for (int i = 0; i < g->ncores; i++)
+            order->cores[i] =
+                (int)(order->keys[i] & ((G_GUINT64_CONSTANT(1) << VP_ORDER_BITS) - 1));
+    }
+    return order->cores;
 }
 
 static void
@@ -559,6 +639,18 @@ typedef struct {
     vpPick pick;
 } vpChoice;
 
+/* Free PUs of group g that the mask allows: at least what any pick there can take (a PU
+ * ctxHold took stays counted until the next ctxSetMask). */
+static int
+okFree(const vpCtx *ctx, const vpGroup *g)
+{
+    int n = 0;
+
+    for (int i = 0; i < g->ncores; i++)
+        n += ctx->nok[g->cores[i]];
+    return n;
+}
+
 static bool
 searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpChoice *best)
 {
@@ -571,6 +663,14 @@ searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpCh
 
         if (g->npus < n)
             continue;
+        if (okFree(ctx, g) < n) {
+            /* no pick can fill it; its walking order is still owed to this snapshot, as a
+             * pick would have fixed it, so that later searches of this placement see the
+             * same */
+            if (!orderKept(g))
+                orderEntry(ctx, g, smt < VP_SMT_LAST ? smt : VP_SMT_SHARE, false);
+            continue;
+        }
         pickInGroup(ctx, g, smt, tier, n, &cand);
         if (cand.n < n || (found && !better(&cand, &best->pick)))
             continue;
@@ -668,23 +768,26 @@ levelPhrase(vpLevel level)
     }
 }
 
-/* What the policy counts as room in one group: whole cores for isolate, PUs of whole cores
- * for pack, free PUs otherwise. */
+/* What the policy counts as room on core c: a whole core for isolate, its PUs when whole
+ * for pack, its free PUs otherwise. */
+static int
+roomOf(const vpCtx *ctx, int c, vpSmt smt)
+{
+    if (smt == VP_SMT_ISOLATE)
+        return coreWhole(ctx, c);
+    if (smt == VP_SMT_PACK)
+        return coreWhole(ctx, c) ? ctx->nok[c] : 0;
+    return ctx->nok[c];
+}
+
+/* The same summed over group g. */
 static int
 roomIn(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
 {
     int room = 0;
 
-    for (int i = 0; i < g->ncores; i++) {
-        int c = g->cores[i];
-
-        if (smt == VP_SMT_ISOLATE)
-            room += coreWhole(ctx, c);
-        else if (smt == VP_SMT_PACK)
-            room += coreWhole(ctx, c) ? ctx->nok[c] : 0;
-        else
-            room += ctx->nok[c];
-    }
+    for (int i = 0; i < g->ncores; i++)
+        room += roomOf(ctx, g->cores[i], smt);
     return room;
 }
 
@@ -698,20 +801,30 @@ refusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
                        : smt == VP_SMT_PACK  ? "free PUs on whole cores"
                                              : "free PUs";
     unsigned split = vpLocalitySplit(locality);
+    g_autofree int *room = NULL;
 
     if (split) {
         char *impossible = splitImpossible(ctx, split, n);
 
         return impossible ? impossible : splitRefusal(ctx, smt, split, n);
     }
+    room = g_new(int, ctx->ncores);
     g_string_printf(s, "%d vCPUs with smt=%s need %d %s", n, vpSmtName(smt), n, unit);
     if (locality != VP_LOCALITY_AUTO)
         g_string_append_printf(s, " within one %s", levelPhrase(levels[0]));
+    for (int c = 0; c < ctx->ncores; c++)
+        room[c] = roomOf(ctx, c, smt);
     for (int l = 0; l < nlevels; l++) {
         int best = 0;
 
-        for (int gi = 0; gi < vpTopologyNGroups(ctx->topo, levels[l]); gi++)
-            best = MAX(best, roomIn(ctx, vpTopologyGroup(ctx->topo, levels[l], gi), smt));
+        for (int gi = 0; gi < vpTopologyNGroups(ctx->topo, levels[l]); gi++) {
+            const vpGroup *g = vpTopologyGroup(ctx->topo, levels[l], gi);
+            int sum = 0;
+
+            for (int i = 0; i < g->ncores; i++)
+                sum += room[g->cores[i]];
+            best = MAX(best, sum);
+        }
         g_string_append_printf(s, "%s the %s%s has %d", l == 0 ? ";" : ",",
                                levels[l] == VP_LEVEL_HOST ? "" : "best ", levelPhrase(levels[l]),
                                best);
@@ -1206,10 +1319,13 @@ ctxSetMask(vpCtx *ctx, const bool *ok)
     ctx->ok = ok;
     for (int c = 0; c < ctx->ncores; c++) {
         const vpCore *core = vpTopologyCore(ctx->topo, c);
+        int nok = 0;
 
-        ctx->nok[c] = 0;
         for (int i = 0; i < core->npus; i++)
-            ctx->nok[c] += ctx->pufree[core->pus[i]] && (!ok || ok[core->pus[i]]);
+            nok += ctx->pufree[core->pus[i]] && (!ok || ok[core->pus[i]]);
+        if (nok != ctx->nok[c])
+            orderSettle(ctx);
+        ctx->nok[c] = nok;
     }
 }
 
@@ -1218,6 +1334,7 @@ ctxSetMask(vpCtx *ctx, const bool *ok)
 static void
 ctxHold(vpCtx *ctx, const vpPick *pick)
 {
+    orderSettle(ctx);
     for (int i = 0; i < pick->n + (int)pick->reserved->len; i++) {
         int pu = i < pick->n ? pick->pus[i] : g_array_index(pick->reserved, int, i - pick->n);
         int c = vpTopologyPU(ctx->topo, pu)->core;
@@ -1230,13 +1347,14 @@ ctxHold(vpCtx *ctx, const vpPick *pick)
     }
 }
 
-/* The search with the policy's own fallbacks (unmet=degrade), as for a whole domain. */
+/* The search with the policy's own fallbacks (unmet=degrade), as for a whole domain.
+ * failed: the plain search at this locality and mask is already known to find nothing. */
 static bool
-searchPart(vpCtx *ctx, vpPlan *plan, vpLocality locality, int n, vpChoice *choice)
+searchPart(vpCtx *ctx, vpPlan *plan, vpLocality locality, int n, bool failed, vpChoice *choice)
 {
     vpSmt smt = ctx->req->policy.smt;
     bool degrade = ctx->req->policy.unmet == VP_UNMET_DEGRADE;
-    bool found = search(ctx, smt, locality, n, choice);
+    bool found = !failed && search(ctx, smt, locality, n, choice);
 
     if (!found && locality != VP_LOCALITY_AUTO && degrade) {
         g_autofree char *why =
@@ -1391,7 +1509,7 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
  * nodes), then any allowed node. */
 static bool
 placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t taken,
-          vpChoice *choice)
+          vpChoice *choice, bool **last)
 {
     vpLocality locality = ctx->req->policy.locality;
     hwloc_const_bitmap_t only[] = {part->prefer, NULL};
@@ -1402,10 +1520,11 @@ placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t tak
     for (int own = ctx->req->emulator_pin || ctx->req->iothread_pin ? 1 : 0; own >= 0; own--) {
         for (gsize o = part->prefer ? 0 : 1; o < G_N_ELEMENTS(only); o++) {
             for (gsize a = taken && part->one_node ? 0 : 1; a < G_N_ELEMENTS(avoid); a++) {
-                g_autofree bool *ok =
-                    partMask(ctx, plan, part, part->memory, only[o], avoid[a], own);
+                bool *ok = partMask(ctx, plan, part, part->memory, only[o], avoid[a], own);
                 bool found;
 
+                g_free(*last);
+                *last = ok;
                 ctxSetMask(ctx, ok);
                 found = search(ctx, ctx->req->policy.smt, locality, part->n, choice);
                 ctxSetMask(ctx, NULL);
@@ -1417,35 +1536,52 @@ placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t tak
     return false;
 }
 
+/* The policy's own fallbacks for a part placePart() could not place, still inside the hard
+ * limits and the memory; the refusal when they fail too. last: the mask of placePart's last
+ * try (any node, off nothing, the part's memory on each node), taken over. */
+static bool
+fallbackPart(vpCtx *ctx, vpPlan *plan, const vpPart *part, bool *last, vpChoice *choice,
+             GError **error)
+{
+    vpLocality locality = ctx->req->policy.locality;
+    g_autofree bool *ok = part->memory ? partMask(ctx, plan, part, 0, NULL, NULL, false) : last;
+    /* that last try searched this locality: where its mask is this one too, the search
+     * need not run again */
+    bool failed = !(part->one_node && locality == VP_LOCALITY_L3) &&
+                  memcmp(last, ok, sizeof(bool) * vpTopologyNPUs(ctx->topo)) == 0;
+    bool found;
+
+    if (ok != last)
+        g_free(last);
+
+    ctxSetMask(ctx, ok);
+    found = searchPart(ctx, plan, part->one_node ? VP_LOCALITY_NUMA : locality, part->n, failed,
+                       choice);
+    if (!found) {
+        g_autofree char *why = partRefusal(ctx, plan, part);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_REFUSED, "domain '%s': %s", plan->domain, why);
+    }
+    ctxSetMask(ctx, NULL);
+    return found;
+}
+
 static gboolean
 placeParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GError **error)
 {
     g_autoptr(vpBitmap) taken = hwloc_bitmap_alloc();
-    vpLocality locality = ctx->req->policy.locality;
 
     for (guint p = 0; p < parts->len; p++) {
         const vpPart *part = &g_array_index(parts, vpPart, p);
         vpChoice choice = {0};
+        g_autofree bool *last = NULL;
         bool found;
 
         if (!part->n)
             continue;
         pickInit(&choice.pick, part->n);
-        found = placePart(ctx, plan, part, taken, &choice);
-        if (!found) {
-            /* the policy's own fallbacks, still inside the hard limits and the memory */
-            g_autofree bool *ok = partMask(ctx, plan, part, 0, NULL, NULL, false);
-            ctxSetMask(ctx, ok);
-            found = searchPart(ctx, plan, part->one_node ? VP_LOCALITY_NUMA : locality, part->n,
-                               &choice);
-            if (!found) {
-                g_autofree char *why = partRefusal(ctx, plan, part);
-
-                g_set_error(error, VP_ERROR, VP_ERROR_REFUSED, "domain '%s': %s", plan->domain,
-                            why);
-            }
-            ctxSetMask(ctx, NULL);
-        }
+        found = placePart(ctx, plan, part, taken, &choice, &last) ||
+                fallbackPart(ctx, plan, part, g_steal_pointer(&last), &choice, error);
         if (found && !partMemory(ctx, plan, part, &choice.pick, error))
             found = false;
         if (!found) {
