@@ -36,6 +36,7 @@ typedef struct {
     vpLevel levels[4];
     int nlevels;
     GHashTable *memory; /* domain -> its memory nodes, asked once per search */
+    int *room;          /* per core, what it offers the request now (coreRoom), taken once */
 } vpRoom;
 
 /* A set of cores to vacate, and what it costs. */
@@ -356,7 +357,7 @@ candidateIn(const vpRoom *r, const vpGroup *g, const int *cost, const int *gain,
     int spent = 0;
 
     for (int i = 0; i < g->ncores; i++)
-        need -= coreRoom(r, g->cores[i], false);
+        need -= r->room[g->cores[i]];
     if (need <= 0 || emptyRoom(r, g) < (int)r->req->vcpus)
         return FALSE;
     g_qsort_with_data(order, g->ncores, sizeof(int), compareCost, (gpointer)cost);
@@ -409,7 +410,8 @@ rateCores(const vpRoom *r, int *cost, int *gain, vpBlocked *blocked)
     for (int c = 0; c < ncores; c++) {
         const vpCore *core = vpTopologyCore(r->topo, c);
 
-        gain[c] = coreRoom(r, c, true) - coreRoom(r, c, false);
+        r->room[c] = coreRoom(r, c, false);
+        gain[c] = coreRoom(r, c, true) - r->room[c];
         cost[c] = gain[c] > 0 ? vacateCost(r, c) : -1;
         if (gain[c] <= 0)
             continue;
@@ -629,7 +631,13 @@ vpPlaceCompact(const vpTopology *topo, const vpLedger *ledger, const vpRequest *
     g_autofree char *why = NULL;
     g_autoptr(GHashTable) memory =
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)hwloc_bitmap_free);
-    vpRoom r = {topo, ledger, req, cfg ? cfg->max_moves : VP_COMPACT_MAX_MOVES, {0}, 0, memory};
+    g_autofree int *room = g_new(int, vpTopologyNCores(topo));
+    vpRoom r = {.topo = topo,
+                .ledger = ledger,
+                .req = req,
+                .budget = cfg ? cfg->max_moves : VP_COMPACT_MAX_MOVES,
+                .memory = memory,
+                .room = room};
     vpBlocked blocked = {0};
     vpOutcome base;
     GArray *cands;

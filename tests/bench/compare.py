@@ -23,8 +23,10 @@ For each topology SOURCE (hwloc XML or synthetic:...):
   then place several small ones.
 - the mixed trace is also placed without compaction (vcpuplace-mixed-nomoves, simulate
   --max-moves 0), and with --before BIN by an earlier vcpuplace (vcpuplace-before-mixed),
-  whose placements are scored by this tree's scorer: what the placer fixes and compaction
-  each change, on the same events and the same scorer.
+  given the trace without its memory asks (a vcpuplace from before memory was modelled
+  refuses the key, and ignored memory anyway), whose placements are scored by this tree's
+  scorer: what the placer fixes and compaction each change, on the same events and the
+  same scorer.
 - --variants and --baselines limit the run (the other seeds need only the mixed trace and
   nova-mixed).
 
@@ -118,6 +120,17 @@ def cpu_list(text):
         lo, _, hi = part.partition("-")
         out.extend(range(int(lo), int(hi or lo) + 1))
     return out
+
+
+def without_memory(trace_path, out_path):
+    """The trace without the memory each VM asks: a vcpuplace from before memory was modelled
+    refuses the key, and placed as if memory were no limit anyway."""
+    with open(trace_path, encoding="utf-8") as f, open(out_path, "w", encoding="utf-8") as out:
+        for line in f:
+            ev = json.loads(line)
+            ev.pop("memory", None)
+            out.write(json.dumps(ev) + "\n")
+    return out_path
 
 
 def refused_by_smt(outcome_path):
@@ -232,8 +245,11 @@ def compare_topology(args, source, pool):
                                  ("vcpuplace-before-mixed", args.before, [])):
         if not binary or "mixed" not in args.variants:
             continue
+        trace = traces["mixed"]
+        if binary == args.before:
+            trace = without_memory(trace, os.path.join(work, "trace-mixed-nomemory.jsonl"))
         sim = json.loads(run([binary, "simulate", "--json", "--topology", source, *extra,
-                              traces["mixed"]]))
+                              trace]))
         own = os.path.join(work, f"outcome-{label}.jsonl")
         simulate_outcome(sim, traces["mixed"], own)
         metrics["mixed"][label] = score(args.vcpuplace, source, own)

@@ -1,0 +1,190 @@
+/*
+ * Refusals an operator can act on: what the policy needed and what each level, node or
+ * guest cell had.
+ */
+#include "core/placerpriv.h"
+
+const char *
+vpPlacerLevelPhrase(vpLevel level)
+{
+    switch (level) {
+    case VP_LEVEL_L3:
+        return "L3 group";
+    case VP_LEVEL_NUMA:
+        return "NUMA node";
+    case VP_LEVEL_PACKAGE:
+        return "package";
+    case VP_LEVEL_CLUSTER:
+        return "cluster";
+    default:
+        return "host";
+    }
+}
+
+/* What the policy counts as room on core c: a whole core for isolate, its PUs when whole
+ * for pack, its free PUs otherwise. */
+static int
+roomOf(const vpCtx *ctx, int c, vpSmt smt)
+{
+    if (smt == VP_SMT_ISOLATE)
+        return coreWhole(ctx, c);
+    if (smt == VP_SMT_PACK)
+        return coreWhole(ctx, c) ? ctx->nok[c] : 0;
+    return ctx->nok[c];
+}
+
+/* The same summed over group g. */
+static int
+roomIn(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
+{
+    int room = 0;
+
+    for (int i = 0; i < g->ncores; i++)
+        room += roomOf(ctx, g->cores[i], smt);
+    return room;
+}
+
+/* Why a split cannot be asked of this host at all, or NULL: N must divide the vCPUs and
+ * the host must have N nodes. */
+char *
+vpPlacerSplitImpossible(const vpCtx *ctx, unsigned nodes, int n)
+{
+    int have = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
+
+    if (n % (int)nodes != 0)
+        return g_strdup_printf("locality=numa:%u splits the VM into %u equal groups, but %u "
+                               "does not divide its %d vCPUs",
+                               nodes, nodes, nodes, n);
+    if (have < (int)nodes)
+        return g_strdup_printf("locality=numa:%u needs %u NUMA nodes; the host has %d", nodes,
+                               nodes, have);
+    return NULL;
+}
+
+static char *
+splitRefusal(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    int per = n / (int)nodes;
+    const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
+                       : smt == VP_SMT_PACK  ? "free PUs on whole cores"
+                                             : "free PUs";
+
+    g_string_printf(s,
+                    "%d vCPUs with smt=%s and locality=numa:%u need %u NUMA nodes with %d %s each",
+                    n, vpSmtName(smt), nodes, nodes, per, unit);
+    for (int i = 0; i < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); i++) {
+        const vpGroup *g = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, i);
+
+        g_string_append_printf(s, "%s node %u has %d", i ? "," : ";", g->os, roomIn(ctx, g, smt));
+    }
+    return g_string_free(g_steal_pointer(&s), FALSE);
+}
+
+char *
+vpPlacerRefusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    vpLevel levels[4];
+    int nlevels = vpPlacerLevels(ctx->topo, locality, levels);
+    const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
+                       : smt == VP_SMT_PACK  ? "free PUs on whole cores"
+                                             : "free PUs";
+    unsigned split = vpLocalitySplit(locality);
+    g_autofree int *room = NULL;
+
+    if (split) {
+        char *impossible = vpPlacerSplitImpossible(ctx, split, n);
+
+        return impossible ? impossible : splitRefusal(ctx, smt, split, n);
+    }
+    room = g_new(int, ctx->ncores);
+    g_string_printf(s, "%d vCPUs with smt=%s need %d %s", n, vpSmtName(smt), n, unit);
+    if (locality != VP_LOCALITY_AUTO)
+        g_string_append_printf(s, " within one %s", vpPlacerLevelPhrase(levels[0]));
+    for (int c = 0; c < ctx->ncores; c++)
+        room[c] = roomOf(ctx, c, smt);
+    for (int l = 0; l < nlevels; l++) {
+        int best = 0;
+
+        for (int gi = 0; gi < vpTopologyNGroups(ctx->topo, levels[l]); gi++) {
+            const vpGroup *g = vpTopologyGroup(ctx->topo, levels[l], gi);
+            int sum = 0;
+
+            for (int i = 0; i < g->ncores; i++)
+                sum += room[g->cores[i]];
+            best = MAX(best, sum);
+        }
+        g_string_append_printf(s, "%s the %s%s has %d", l == 0 ? ";" : ",",
+                               levels[l] == VP_LEVEL_HOST ? "" : "best ",
+                               vpPlacerLevelPhrase(levels[l]), best);
+    }
+    return g_string_free(g_steal_pointer(&s), FALSE);
+}
+
+char *
+vpPlacerBytesText(guint64 bytes)
+{
+    return bytes == G_MAXUINT64 ? g_strdup("unknown") : vpMemoryFormat(bytes);
+}
+
+/* "4 vCPUs with smt=isolate need 4 free whole cores on nodes 5; node 5 has 2": the figures
+ * per allowed node, and the free memory of each allowed node when memory was short. */
+char *
+vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
+{
+    vpSmt smt = ctx->req->policy.smt;
+    guint64 page = ctx->req->hugepage_size;
+    g_autoptr(GString) s = g_string_new(NULL);
+    g_autofree char *nodes = part->hard ? vpCpuListFormat(part->hard) : NULL;
+    const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
+                       : smt == VP_SMT_PACK  ? "free PUs on whole cores"
+                                             : "free PUs";
+    bool plain = !part->hard && !part->one_node && !ctx->req->cpuset;
+    bool short_memory = false;
+    const char *sep = "; ";
+
+    for (int g = 0; g < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); g++)
+        short_memory |= vpPlacerNodeFree(ctx, plan, g, page) < part->memory;
+    if (plain) {
+        g_autofree char *text = vpPlacerRefusalText(ctx, smt, ctx->req->policy.locality, part->n);
+
+        g_string_append(s, text);
+    } else {
+        if (part->cell >= 0)
+            g_string_append_printf(s, "guest cell %d: ", part->cell);
+        g_string_append_printf(s, "%u vCPUs with smt=%s need %u %s", part->n, vpSmtName(smt),
+                               part->n, unit);
+        if (part->one_node)
+            g_string_append(s, " on one node");
+        if (nodes)
+            g_string_append_printf(s, " of nodes %s", nodes);
+        if (ctx->req->cpuset) {
+            g_autofree char *cpus = vpCpuListFormat(ctx->req->cpuset);
+
+            g_string_append_printf(s, " inside <vcpu cpuset='%s'>", cpus);
+        }
+    }
+    if (short_memory) {
+        g_autofree char *mem = vpMemoryFormat(part->memory);
+
+        g_string_append_printf(s, plain ? "; %s of %smemory is needed" : " and %s of %smemory", mem,
+                               page ? "huge page " : "");
+    }
+    for (int g = 0; g < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); g++) {
+        const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
+        g_autofree char *mem = vpPlacerBytesText(vpPlacerNodeFree(ctx, plan, g, page));
+
+        if (node->made_up || (part->hard && !hwloc_bitmap_isset(part->hard, node->os)))
+            continue;
+        if (plain && !short_memory)
+            break;
+        g_string_append_printf(s, "%snode %u has ", sep, node->os);
+        if (!plain)
+            g_string_append_printf(s, "%d", roomIn(ctx, node, smt));
+        if (short_memory)
+            g_string_append_printf(s, "%s%s free", plain ? "" : " and ", mem);
+        sep = ", ";
+    }
+    return g_string_free(g_steal_pointer(&s), FALSE);
+}
