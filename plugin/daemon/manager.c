@@ -425,6 +425,18 @@ vpManagerSync(vpManager *m, const char *name, const vpRequest *req, const vpLive
     return action;
 }
 
+gboolean
+vpManagerReconcileMemory(vpManager *m, const char *name, const vpRequest *live)
+{
+    g_autofree char *what = vpLedgerReconcileMemory(m->ledger, name, live);
+
+    if (!what)
+        return FALSE;
+    m->dirty = TRUE;
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "memory reconciled with libvirt's live XML: %s", what);
+    return TRUE;
+}
+
 void
 vpManagerApplied(vpManager *m, const char *name, const char *error)
 {

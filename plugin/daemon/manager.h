@@ -87,6 +87,9 @@ typedef enum {
  * what the daemon must do. */
 vpSyncAction vpManagerSync(vpManager *m, const char *name, const vpRequest *req,
                            const vpLivePins *live, GError **error);
+/* The domain's memory per node corrected to libvirt's live XML (live: its request), logged
+ * (vpLedgerReconcileMemory()); TRUE when the ledger changed. */
+gboolean vpManagerReconcileMemory(vpManager *m, const char *name, const vpRequest *live);
 /* A running domain whose XML cannot be read as a request: recorded unplaced, why. */
 void vpManagerUnreadable(vpManager *m, const char *name, const char *why);
 /* Result of applying: error NULL when libvirt's pins now show the plan. */

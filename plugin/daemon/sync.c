@@ -145,14 +145,43 @@ applyPlan(vpDaemon *d, virDomainPtr dom, const char *name)
 /* The XML that says what the domain asks for: the persistent definition when there is one,
  * since live pins applied by vcpuplace show up as <cputune> in the live XML. */
 static char *
-requestXML(virDomainPtr dom, GError **error)
+requestXML(virDomainPtr dom, gboolean *live, GError **error)
 {
+    *live = FALSE;
     if (virDomainIsPersistent(dom) == 1) {
         char *xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
         if (xml)
             return xml;
     }
+    *live = TRUE;
     return vpVirDomainXML(dom, error);
+}
+
+/* The ledger's memory of the domain against the memory it runs with now: `virsh setmem` and
+ * `virsh numatune --live` change only the live XML, and send no event of their own, so every
+ * sync looks. live is the request from the live XML when the sync already read it. */
+static void
+reconcileMemory(vpDaemon *d, virDomainPtr dom, const char *name, const vpRequest *live)
+{
+    g_autoptr(vpRequest) read = NULL;
+    g_autoptr(GError) err = NULL;
+
+    if (!vpLedgerLookup(vpManagerLedger(d->mgr), name))
+        return;
+    if (!live) {
+        vpDaemonUnlock(d);
+        g_autofree char *xml = vpVirDomainXML(dom, &err);
+        vpDaemonLock(d);
+        if (xml)
+            read = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(d->mgr), &err);
+        if (!read) {
+            vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: memory not reconciled: %s", name,
+                        err->message);
+            return;
+        }
+        live = read;
+    }
+    vpManagerReconcileMemory(d->mgr, name, live);
 }
 
 static void
@@ -180,7 +209,8 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
     unsigned flags = vpVirConnLiveFlags(d->vc);
     g_autoptr(GError) err = NULL;
     vpDaemonUnlock(d);
-    g_autofree char *xml = requestXML(dom, &err);
+    gboolean is_live;
+    g_autofree char *xml = requestXML(dom, &is_live, &err);
     g_autoptr(vpLivePins) live = xml ? vpVirPinsRead(dom, flags, &err) : NULL;
     vpDaemonLock(d);
     if (!live) {
@@ -199,6 +229,8 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
         vpManagerUnreadable(d->mgr, name, err->message);
     if (err)
         vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
+    if (req)
+        reconcileMemory(d, dom, name, is_live ? req : NULL);
     if (action != VP_SYNC_APPLY) {
         /* Found live as planned (restart, adoption) or its own pins respected: listeners
          * learn of it as of a domain just pinned. */

@@ -175,6 +175,40 @@ START_TEST(test_cells_memnode)
 }
 END_TEST
 
+/* `virsh setmem --live` and `virsh numatune --live` change only the live XML: the next sync
+ * corrects the ledger's memory per node to it. */
+START_TEST(test_memory_reconciled_at_sync)
+{
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autofree char *xml = numaDomain("shrink", "<vcpu>2</vcpu>",
+                                      "<numatune><memory mode='strict' nodeset='5'/></numatune>");
+    virDomainPtr dom;
+    g_autoptr(vpDaemon) d = start(&dom, xml);
+    vpManager *m = vpDaemonManager(d);
+    virTypedParameterPtr params = NULL;
+    int nparams = 0, maxparams = 0;
+
+    ck_assert_uint_eq(vpPlanMemoryOn(vpManagerPlan(m, "shrink"), 5), 4ULL << 30);
+    ck_assert_int_eq(virDomainSetMemoryFlags(dom, 1 << 20, VIR_DOMAIN_AFFECT_LIVE), 0);
+    vpDaemonResync(d, "shrink");
+    waitIdle(d);
+    ck_assert_uint_eq(vpPlanMemoryOn(vpManagerPlan(m, "shrink"), 5), 1ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), 5, 0), 1ULL << 30);
+
+    ck_assert_int_eq(
+        virTypedParamsAddString(&params, &nparams, &maxparams, VIR_DOMAIN_NUMA_NODESET, "3"), 0);
+    ck_assert_int_eq(virDomainSetNumaParameters(dom, params, nparams, VIR_DOMAIN_AFFECT_LIVE), 0);
+    virTypedParamsFree(params, nparams);
+    vpDaemonResync(d, "shrink");
+    waitIdle(d);
+    ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), 5, 0), 0);
+    ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), 3, 0), 1ULL << 30);
+    ck_assert_uint_eq(vpManagerPlan(m, "shrink")->nmem, 1);
+    virDomainDestroy(dom);
+    virDomainFree(dom);
+}
+END_TEST
+
 /* Other drivers' domains are left alone: the hook lets them start, nothing is recorded. */
 START_TEST(test_non_qemu_left_alone)
 {
@@ -207,6 +241,7 @@ main(void)
     tcase_add_test(tc, test_cpuset_constraint);
     tcase_add_test(tc, test_emulatorpin_kept_and_held);
     tcase_add_test(tc, test_cells_memnode);
+    tcase_add_test(tc, test_memory_reconciled_at_sync);
     tcase_add_test(tc, test_non_qemu_left_alone);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
