@@ -527,7 +527,8 @@ vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GError **error
 }
 
 gboolean
-vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error)
+vpManagerResize(vpManager *m, const char *name, const vpRequest *req, unsigned nvcpus,
+                GError **error)
 {
     const vpPlan *plan = vpLedgerLookup(m->ledger, name);
     if (!plan || plan->how == VP_HOW_PINNED) {
@@ -538,7 +539,7 @@ vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error)
     if (plan->nvcpus == nvcpus)
         return TRUE;
     unsigned was = plan->nvcpus;
-    g_autoptr(vpPlan) resized = vpPlanResize(m->topo, m->ledger, plan, nvcpus, error);
+    g_autoptr(vpPlan) resized = vpPlanResize(m->topo, m->ledger, plan, req, nvcpus, error);
     if (!resized || !vpLedgerReplace(m->ledger, resized, error))
         return FALSE;
     m->dirty = TRUE;
