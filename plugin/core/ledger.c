@@ -481,12 +481,8 @@ vpLedgerNodeMemory(const vpLedger *ledger, unsigned node, guint64 page_size)
     guint64 sum = 0;
 
     g_hash_table_iter_init(&it, ledger->plans);
-    while (g_hash_table_iter_next(&it, NULL, &value)) {
-        const vpPlan *plan = value;
-
-        if (plan->page_size == page_size)
-            sum += vpPlanMemoryOn(plan, node);
-    }
+    while (g_hash_table_iter_next(&it, NULL, &value))
+        sum += vpPlanMemoryOnPages(value, node, page_size);
     return sum;
 }
 
@@ -563,13 +559,11 @@ memoryText(const vpPlan *plan)
 
     for (unsigned i = 0; i < plan->nmem; i++) {
         g_autofree char *mem = vpMemoryFormat(plan->mem[i].bytes);
+        g_autofree char *page =
+            plan->mem[i].page_size ? vpMemoryFormat(plan->mem[i].page_size) : NULL;
 
-        g_string_append_printf(s, "%snode %u: %s", i ? ", " : "", plan->mem[i].node, mem);
-    }
-    if (plan->page_size) {
-        g_autofree char *page = vpMemoryFormat(plan->page_size);
-
-        g_string_append_printf(s, " (%s pages)", page);
+        g_string_append_printf(s, "%snode %u: %s%s%s%s", i ? ", " : "", plan->mem[i].node, mem,
+                               page ? " in " : "", page ? page : "", page ? " pages" : "");
     }
     return g_string_free(g_steal_pointer(&s), FALSE);
 }
@@ -580,10 +574,53 @@ sameMemory(const vpPlan *a, const vpPlan *b)
     if (a->nmem != b->nmem || a->page_size != b->page_size)
         return false;
     for (unsigned i = 0; i < a->nmem; i++) {
-        if (a->mem[i].node != b->mem[i].node || a->mem[i].bytes != b->mem[i].bytes)
+        if (a->mem[i].node != b->mem[i].node || a->mem[i].bytes != b->mem[i].bytes ||
+            a->mem[i].page_size != b->mem[i].page_size)
             return false;
     }
     return true;
+}
+
+static bool
+severalPageSizes(const vpPlan *plan, const vpRequest *live)
+{
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        if (plan->mem[i].page_size != plan->mem[0].page_size)
+            return true;
+    }
+    for (unsigned c = 0; c < live->ncells; c++) {
+        if (vpRequestCellPage(live, &live->cells[c]) != live->hugepage_size)
+            return true;
+    }
+    return false;
+}
+
+/* Guest cells on pages of several sizes: which cell's pages moved where is not in the live
+ * XML's figures, so only a changed total is followed, each holding scaled, and only while
+ * every holding lies where the live nodeset allows. */
+static char *
+scaleEntries(vpLedger *ledger, const vpPlan *plan, hwloc_const_bitmap_t allowed, guint64 total)
+{
+    g_autoptr(vpPlan) fixed = vpPlanCopy(plan);
+    guint64 sum = 0, given = 0;
+
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        if (allowed && !hwloc_bitmap_isset(allowed, plan->mem[i].node))
+            return NULL;
+        sum += plan->mem[i].bytes;
+    }
+    if (!sum || sum == total)
+        return NULL;
+    for (unsigned i = 0; i < fixed->nmem; i++) {
+        fixed->mem[i].bytes = (guint64)((unsigned __int128)total * plan->mem[i].bytes / sum);
+        given += fixed->mem[i].bytes;
+    }
+    fixed->mem[0].bytes += total - given;
+    g_autofree char *was = memoryText(plan);
+    g_autofree char *now = memoryText(fixed);
+    if (!vpLedgerReplace(ledger, fixed, NULL))
+        g_assert_not_reached(); /* the same PUs as the plan it replaces */
+    return g_strdup_printf("%s -> %s", was, now);
 }
 
 char *
@@ -600,6 +637,8 @@ vpLedgerReconcileMemory(vpLedger *ledger, const char *domain, const vpRequest *l
     if (!plan || !live->memory)
         return NULL;
     allowed = liveMemoryNodes(topo, live);
+    if (severalPageSizes(plan, live))
+        return scaleEntries(ledger, plan, allowed, live->memory);
     w = memoryWeights(topo, plan, allowed);
     fixed = vpPlanCopy(plan);
     g_clear_pointer(&fixed->mem, g_free);

@@ -1098,8 +1098,8 @@ placePinned(const vpTopology *topo, const vpRequest *req)
     if (req->emulator_pin)
         hwloc_bitmap_copy(plan->emulator, req->emulator_pin);
     holdOwnPins(plan, req);
-    pinnedMemory(topo, plan, req->memory);
     plan->page_size = req->hugepage_size;
+    pinnedMemory(topo, plan, req->memory);
     return g_steal_pointer(&plan);
 }
 
@@ -1110,7 +1110,8 @@ placePinned(const vpTopology *topo, const vpRequest *req)
  * interleave nodeset (vCPUs spread evenly over it), else a single part placed by the
  * policy's own locality. A part's memory must fit the node(s) that take it: the node's
  * memory less the host reserve and what the ledger and the part's siblings hold (or the
- * node's huge page pool of the domain's size). Nodes whose memory is unknown are no limit.
+ * node's huge page pool of the part's size: a guest cell's own <page nodeset>, else the
+ * domain's). Nodes whose memory is unknown are no limit.
  */
 typedef struct {
     unsigned n;
@@ -1119,8 +1120,15 @@ typedef struct {
     hwloc_bitmap_t hard;   /* Linux node numbers the part must stay on, NULL: any */
     hwloc_bitmap_t prefer; /* tried first, NULL: none */
     bool one_node;
-    int cell; /* guest cell id, -1 */
+    int cell;     /* guest cell id, -1 */
+    guint64 page; /* huge page size of a cell's own <page nodeset>, 0: the domain's */
 } vpPart;
+
+static guint64
+partPage(const vpCtx *ctx, const vpPart *part)
+{
+    return part->page ? part->page : ctx->req->hugepage_size;
+}
 
 static void
 partClear(vpPart *part)
@@ -1143,7 +1151,7 @@ nodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page)
 {
     const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
     guint64 held = (ctx->ledger ? vpLedgerNodeMemory(ctx->ledger, node->os, page) : 0) +
-                   vpPlanMemoryOn(plan, node->os);
+                   vpPlanMemoryOnPages(plan, node->os, page);
     guint64 total = 0;
 
     if (!node->memory)
@@ -1185,7 +1193,7 @@ partMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
             (!part->hard || (!node->made_up && hwloc_bitmap_isset(part->hard, node->os))) &&
             (!only || (!node->made_up && hwloc_bitmap_isset(only, node->os))) &&
             (!avoid || node->made_up || !hwloc_bitmap_isset(avoid, node->os)) &&
-            nodeFree(ctx, plan, g, ctx->req->hugepage_size) >= need;
+            nodeFree(ctx, plan, g, partPage(ctx, part)) >= need;
     }
     for (int pu = 0; pu < npus; pu++) {
         const vpPU *p = vpTopologyPU(topo, pu);
@@ -1281,7 +1289,7 @@ static char *
 partRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
 {
     vpSmt smt = ctx->req->policy.smt;
-    guint64 page = ctx->req->hugepage_size;
+    guint64 page = partPage(ctx, part);
     g_autoptr(GString) s = g_string_new(NULL);
     g_autofree char *nodes = part->hard ? vpCpuListFormat(part->hard) : NULL;
     const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
@@ -1342,6 +1350,7 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
 {
     int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
     g_autofree int *count = g_new0(int, nnodes);
+    guint64 page = partPage(ctx, part);
     guint64 given = 0;
     int first = -1;
 
@@ -1359,18 +1368,17 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
         share = part->memory / pick->n * count[g];
         if (g == first)
             share += part->memory % pick->n;
-        if (nodeFree(ctx, plan, g, ctx->req->hugepage_size) < share) {
+        if (nodeFree(ctx, plan, g, page) < share) {
             const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
             g_autofree char *want = vpMemoryFormat(share);
-            g_autofree char *have = bytesText(nodeFree(ctx, plan, g, ctx->req->hugepage_size));
+            g_autofree char *have = bytesText(nodeFree(ctx, plan, g, page));
+            g_autofree char *pages = page ? vpMemoryFormat(page) : NULL;
 
-            g_autofree char *page = plan->page_size ? vpMemoryFormat(plan->page_size) : NULL;
-
-            if (page)
+            if (pages)
                 g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                             "domain '%s': its vCPUs on node %u need %s of %s huge pages there; "
                             "node %u's %s pool has %s free",
-                            plan->domain, node->os, want, page, node->os, page, have);
+                            plan->domain, node->os, want, pages, node->os, pages, have);
             else
                 g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                             "domain '%s': its vCPUs on node %u need %s of memory there; node %u "
@@ -1378,7 +1386,7 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
                             plan->domain, node->os, want, node->os, have);
             return FALSE;
         }
-        vpPlanAddMemory(plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g)->os, share);
+        vpPlanAddPages(plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g)->os, page, share);
         given += share;
     }
     g_assert(given == part->memory);
@@ -1511,6 +1519,7 @@ cutParts(const vpTopology *topo, const vpRequest *req, const unsigned *ids, unsi
         hwloc_bitmap_or(incell, incell, cell->vcpus);
         partAdd(parts, cids, k, k ? cell->memory : 0, chard ? cnodes : NULL,
                 !chard && cnodes ? cnodes : NULL, true, cell->id);
+        g_array_index(parts, vpPart, parts->len - 1).page = vpRequestCellPage(req, cell);
     }
     for (unsigned i = 0; i < n; i++) {
         if (!hwloc_bitmap_isset(incell, ids[i]))

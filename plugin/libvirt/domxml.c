@@ -911,13 +911,78 @@ vpDomXMLParseMemory(xmlNodePtr root, vpRequest *req, GError **error)
     return TRUE;
 }
 
-/* <memoryBacking><hugepages><page size='1' unit='G' nodeset='0'/></hugepages>. One size is
- * accounted per domain: the first page element's (libvirt's default huge page size, 2 MiB
- * on x86, when <hugepages/> names none). */
+/* One <page size unit nodeset>: its size in bytes, a power of two; *cells its nodeset (guest
+ * cell ids), NULL when it has none. */
+static gboolean
+vpDomXMLParsePage(xmlNodePtr page, guint64 *bytes, hwloc_bitmap_t *cells, GError **error)
+{
+    g_autofree char *size = vpDomXMLAttr(page, "size");
+    g_autofree char *unit = vpDomXMLAttr(page, "unit");
+    g_autofree char *nodes = vpDomXMLAttr(page, "nodeset");
+
+    *cells = NULL;
+    if (!size) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <page> lacks the size attribute");
+        return FALSE;
+    }
+    if (!vpDomXMLMemory("<page size>", size, unit, bytes, error))
+        return FALSE;
+    if (*bytes == 0 || (*bytes & (*bytes - 1))) {
+        g_autofree char *shown = vpDomXMLShow(size);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: <page size='%s'> is not a power of two bytes", shown);
+        return FALSE;
+    }
+    return !nodes || (*cells = vpDomXMLSet("<page>", "nodeset", "guest cell", nodes, error));
+}
+
+/* The cells a <page nodeset> names get its size; a domain without guest cells is cell 0.
+ * named: the cells earlier <page> elements took. */
+static gboolean
+vpDomXMLPageCells(xmlNodePtr page, vpRequest *req, hwloc_const_bitmap_t cells, guint64 bytes,
+                  hwloc_bitmap_t named, GError **error)
+{
+    g_autofree char *text = vpDomXMLAttr(page, "nodeset");
+    g_autofree char *shown = vpDomXMLShow(text);
+    int id;
+
+    hwloc_bitmap_foreach_begin(id, cells)
+    {
+        vpCell *cell = NULL;
+
+        for (unsigned c = 0; c < req->ncells; c++) {
+            if (req->cells[c].id == (unsigned)id)
+                cell = &req->cells[c];
+        }
+        if ((!cell && (req->ncells || id != 0)) || hwloc_bitmap_isset(named, id)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: <page nodeset='%s'> names guest cell %d, %s", shown, id,
+                        hwloc_bitmap_isset(named, id) ? "which another <page> names too"
+                                                      : "which the domain lacks");
+            return FALSE;
+        }
+        hwloc_bitmap_set(named, id);
+        if (cell)
+            cell->page_size = bytes;
+        else
+            req->hugepage_size = bytes;
+    }
+    hwloc_bitmap_foreach_end();
+    return TRUE;
+}
+
+/* <memoryBacking><hugepages><page size='1' unit='G' nodeset='0'/></hugepages>: the <page>
+ * without nodeset (libvirt's default huge page size, 2 MiB on x86, when there is none) backs
+ * the domain; one with a nodeset backs those guest cells, each from its host node's pool of
+ * that size. */
 static gboolean
 vpDomXMLParseHugepages(xmlNodePtr root, vpRequest *req, GError **error)
 {
     xmlNodePtr backing, huge, page;
+    g_autoptr(vpBitmap) named = hwloc_bitmap_alloc();
+    guint64 fallback = 0;
 
     if (!vpDomXMLChild(root, "memoryBacking", &backing, error))
         return FALSE;
@@ -927,38 +992,27 @@ vpDomXMLParseHugepages(xmlNodePtr root, vpRequest *req, GError **error)
         return FALSE;
     if (!huge)
         return TRUE;
-    req->hugepage_size = 2ULL << 20;
     for (page = huge->children; page; page = page->next) {
-        g_autofree char *size = NULL;
-        g_autofree char *unit = NULL;
-        g_autofree char *nodes = NULL;
-        g_autoptr(vpBitmap) set = NULL;
+        g_autoptr(vpBitmap) cells = NULL;
         guint64 bytes;
 
         if (!vpDomXMLIs(page, "page"))
             continue;
-        size = vpDomXMLAttr(page, "size");
-        unit = vpDomXMLAttr(page, "unit");
-        nodes = vpDomXMLAttr(page, "nodeset");
-        if (!size) {
+        if (!vpDomXMLParsePage(page, &bytes, &cells, error))
+            return FALSE;
+        if (cells && !vpDomXMLPageCells(page, req, cells, bytes, named, error))
+            return FALSE;
+        if (!cells && fallback) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                        "domain XML: <page> lacks the size attribute");
+                        "domain XML: <hugepages> has two <page> elements without nodeset");
             return FALSE;
         }
-        if (!vpDomXMLMemory("<page size>", size, unit, &bytes, error))
-            return FALSE;
-        if (bytes == 0 || (bytes & (bytes - 1))) {
-            g_autofree char *shown = vpDomXMLShow(size);
-
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                        "domain XML: <page size='%s'> is not a power of two bytes", shown);
-            return FALSE;
-        }
-        if (nodes && !(set = vpDomXMLSet("<page>", "nodeset", "guest cell", nodes, error)))
-            return FALSE;
-        req->hugepage_size = bytes;
-        break;
+        if (!cells)
+            fallback = bytes;
     }
+    /* without guest cells a <page nodeset='0'> is the domain's, before the fallback */
+    if (!req->hugepage_size)
+        req->hugepage_size = fallback ? fallback : 2ULL << 20;
     return TRUE;
 }
 
@@ -1257,7 +1311,7 @@ vpDomXMLBuild(xmlNodePtr root, const vpPolicy *defaults, GError **error)
         !vpDomXMLParseUUID(root, req, error) || !vpDomXMLParseTopology(root, req, error) ||
         !vpDomXMLParseCputune(root, req, error) || !vpDomXMLParseIOThreads(root, req, error) ||
         !vpDomXMLParseVcpus(root, req, error) || !vpDomXMLParseMemory(root, req, error) ||
-        !vpDomXMLParseHugepages(root, req, error) || !vpDomXMLParseCells(root, req, error) ||
+        !vpDomXMLParseCells(root, req, error) || !vpDomXMLParseHugepages(root, req, error) ||
         !vpDomXMLParseNumatune(root, req, error) || !vpDomXMLParseMetadata(root, req, error))
         return NULL;
     return g_steal_pointer(&req);
