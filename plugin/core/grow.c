@@ -270,72 +270,197 @@ relevel(const vpTopology *topo, vpPlan *plan)
     plan->level_index = -1;
 }
 
-static gboolean
-grow(const vpTopology *topo, const vpLedger *ledger, vpPlan *plan, unsigned n, GError **error)
+static bool
+hardMode(vpMemMode mode)
 {
-    unsigned old = plan->nvcpus;
-    unsigned first;
-    g_autoptr(vpRequest) req = NULL;
-    g_autoptr(vpLedger) work = NULL;
-    g_autoptr(vpPlan) sub = NULL;
-    g_autoptr(GError) err = NULL;
-    g_autofree char *which = NULL;
+    return mode == VP_MEM_STRICT || mode == VP_MEM_RESTRICTIVE;
+}
 
-    setVcpuCount(plan, n);
-    first = plan->policy.smt == VP_SMT_PACK ? fillOwnReserved(topo, plan, old) : old;
-    if (first == n)
-        return TRUE;
-    which = vcpuRange(first, n - 1);
-
-    req = vpRequestNew(plan->domain, n - first);
-    vpPolicyClear(&req->policy);
-    vpPolicyCopy(&req->policy, &plan->policy);
-    if (!sharesCookieWithGroup(&plan->policy)) {
-        g_free(req->policy.group);
-        req->policy.group = g_strdup(OWN_GROUP);
-        req->policy.coresched = VP_CORESCHED_GROUP;
+static const vpCell *
+cellOf(const vpRequest *req, unsigned v)
+{
+    for (unsigned c = 0; req && c < req->ncells; c++) {
+        if (hwloc_bitmap_isset(req->cells[c].vcpus, v))
+            return &req->cells[c];
     }
-    /* the emulator's PUs are the plan's business below, not the new vCPUs' */
-    req->policy.emulator = VP_EMULATOR_VCPUS;
-    if (!(work = workLedger(topo, ledger, plan, &req->policy, error)))
-        return FALSE;
+    return NULL;
+}
 
-    sub = placeConfined(topo, work, plan, req);
+static int
+nodeOf(const vpTopology *topo, int os)
+{
+    int pu = os >= 0 ? vpTopologyPUByOS(topo, os) : -1;
+    const vpGroup *node =
+        pu >= 0 ? vpTopologyGroup(topo, VP_LEVEL_NUMA, vpTopologyNodeOfPU(topo, pu)) : NULL;
+
+    return node && !node->made_up ? (int)node->os : -1;
+}
+
+/* Where hot-plugged vCPU v may go (hard: the strict or restrictive nodeset of its cell or
+ * of the domain, empty when none) and where it goes first (near: its cell's node, as the
+ * cell's other vCPUs show it, or the nodes the domain's memory is on), OS node numbers. */
+static void
+vcpuNodes(const vpTopology *topo, const vpPlan *plan, const vpRequest *req, unsigned v,
+          unsigned old, hwloc_bitmap_t hard, hwloc_bitmap_t near)
+{
+    const vpCell *cell = cellOf(req, v);
+    vpMemMode mode = req ? req->mem_mode : VP_MEM_NONE;
+    hwloc_const_bitmap_t nodeset = req ? req->nodeset : NULL;
+
+    hwloc_bitmap_zero(hard);
+    hwloc_bitmap_zero(near);
+    if (cell && cell->mode != VP_MEM_NONE) {
+        mode = cell->mode;
+        nodeset = cell->nodeset;
+    }
+    /* only the nodes this host has: the placer refuses a nodeset naming others */
+    for (int g = 0; hardMode(mode) && nodeset && g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
+        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+
+        if (!node->made_up && hwloc_bitmap_isset(nodeset, node->os))
+            hwloc_bitmap_set(hard, node->os);
+    }
+    for (unsigned i = 0; cell && i < old; i++) {
+        int node = nodeOf(topo, plan->vcpu_pu[i]);
+
+        if (node >= 0 && hwloc_bitmap_isset(cell->vcpus, i))
+            hwloc_bitmap_set(near, node);
+    }
+    for (unsigned i = 0; !cell && i < plan->nmem; i++) {
+        if (plan->mem[i].bytes)
+            hwloc_bitmap_set(near, plan->mem[i].node);
+    }
+    if (!hwloc_bitmap_iszero(hard) && !hwloc_bitmap_iszero(near))
+        hwloc_bitmap_and(near, near, hard);
+    if (hwloc_bitmap_iszero(near))
+        hwloc_bitmap_copy(near, hard);
+}
+
+/* The request for vCPUs first..last of plan inside nodes (none: anywhere). */
+static vpRequest *
+subRequest(const vpPlan *plan, const vpRequest *req, unsigned first, unsigned last,
+           hwloc_const_bitmap_t nodes)
+{
+    vpRequest *sub = vpRequestNew(plan->domain, last - first + 1);
+
+    vpPolicyClear(&sub->policy);
+    vpPolicyCopy(&sub->policy, &plan->policy);
+    if (!sharesCookieWithGroup(&plan->policy)) {
+        g_free(sub->policy.group);
+        sub->policy.group = g_strdup(OWN_GROUP);
+        sub->policy.coresched = VP_CORESCHED_GROUP;
+    }
+    /* the emulator's PUs are the plan's business, not the new vCPUs' */
+    sub->policy.emulator = VP_EMULATOR_VCPUS;
+    if (nodes && !hwloc_bitmap_iszero(nodes)) {
+        sub->mem_mode = VP_MEM_STRICT;
+        sub->nodeset = hwloc_bitmap_dup(nodes);
+    }
+    if (req && req->cpuset)
+        sub->cpuset = hwloc_bitmap_dup(req->cpuset);
+    return sub;
+}
+
+/* Places vCPUs first..last inside nodes: beside the others, then anywhere there, the policy
+ * relaxed last. NULL with the placer's reason. */
+static vpPlan *
+placeRun(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, const vpRequest *req,
+         unsigned first, unsigned last, hwloc_const_bitmap_t nodes, GError **error)
+{
+    g_autoptr(vpRequest) sub = subRequest(plan, req, first, last, nodes);
+    g_autoptr(vpLedger) work = workLedger(topo, ledger, plan, &sub->policy, error);
+    vpPlan *placed;
+
+    if (!work)
+        return NULL;
+    if ((placed = placeConfined(topo, work, plan, sub)))
+        return placed;
+    g_autoptr(GError) err = NULL;
+    if ((placed = vpPlace(topo, work, sub, &err)) || sub->policy.unmet != VP_UNMET_REFUSE) {
+        if (!placed)
+            g_propagate_error(error, g_steal_pointer(&err));
+        return placed;
+    }
+    sub->policy.unmet = VP_UNMET_DEGRADE;
+    return vpPlace(topo, work, sub, error);
+}
+
+/* vCPUs first..last (one cell, or none): near their memory, else anywhere their hard nodes
+ * allow (said), else left unpinned (said). A hard nodeset is never left. */
+static void
+growRun(const vpTopology *topo, const vpLedger *ledger, vpPlan *plan, const vpRequest *req,
+        unsigned first, unsigned last, hwloc_const_bitmap_t hard, hwloc_const_bitmap_t near)
+{
+    g_autofree char *which = vcpuRange(first, last);
+    g_autofree char *where = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpPlan) sub = placeRun(topo, ledger, plan, req, first, last, near, &err);
+
+    if (!sub && !hwloc_bitmap_isequal(near, hard)) {
+        g_autofree char *list = vpCpuListFormat(near);
+
+        g_clear_error(&err);
+        sub = placeRun(topo, ledger, plan, req, first, last, hard, &err);
+        where = g_strdup_printf("outside node(s) %s where %s memory is", list,
+                                cellOf(req, first) ? "its guest cell's" : "the domain's");
+    }
     if (!sub) {
-        sub = vpPlace(topo, work, req, &err);
-        if (!sub && req->policy.unmet == VP_UNMET_REFUSE) {
-            g_clear_error(&err);
-            req->policy.unmet = VP_UNMET_DEGRADE;
-            sub = vpPlace(topo, work, req, &err);
-        }
-        if (!sub) {
-            vpPlanDegrade(plan, "%s hot-plugged but left unpinned: %s", which, err->message);
-            return TRUE;
-        }
+        vpPlanDegrade(plan, "%s hot-plugged but left unpinned: %s", which, err->message);
+        return;
     }
     for (unsigned i = 0; i < sub->nvcpus; i++)
         plan->vcpu_pu[first + i] = sub->vcpu_pu[i];
     hwloc_bitmap_or(plan->reserved, plan->reserved, sub->reserved);
     plan->overcommit |= sub->overcommit;
+    if (where)
+        vpPlanDegrade(plan, "%s placed %s: no room there", which, where);
     if (sub->degraded)
         vpPlanDegrade(plan, "%s: %s", which, sub->degraded_reason);
-    if (plan->level < VP_LEVEL_HOST && plan->level_index >= 0) {
-        bool outside = false;
+}
 
-        for (unsigned i = 0; i < sub->nvcpus; i++)
-            outside |= !insideLevel(topo, plan, sub->vcpu_pu[i]);
+static void
+grow(const vpTopology *topo, const vpLedger *ledger, vpPlan *plan, const vpRequest *req, unsigned n)
+{
+    unsigned old = plan->nvcpus;
+    unsigned first;
+    g_autoptr(vpBitmap) hard = hwloc_bitmap_alloc();
+    g_autoptr(vpBitmap) near = hwloc_bitmap_alloc();
+    g_autoptr(vpBitmap) hard2 = hwloc_bitmap_alloc();
+    g_autoptr(vpBitmap) near2 = hwloc_bitmap_alloc();
+    bool outside = false;
+
+    setVcpuCount(plan, n);
+    /* pack's idle siblings sit beside its cells' vCPUs: a new vCPU of another cell is not
+     * theirs */
+    first = plan->policy.smt == VP_SMT_PACK && !(req && req->ncells)
+                ? fillOwnReserved(topo, plan, old)
+                : old;
+    /* runs of new vCPUs that share their nodes, each placed with what the runs before took */
+    for (unsigned a = first, b; a < n; a = b) {
+        vcpuNodes(topo, plan, req, a, old, hard, near);
+        for (b = a + 1; b < n; b++) {
+            vcpuNodes(topo, plan, req, b, old, hard2, near2);
+            if (!hwloc_bitmap_isequal(hard, hard2) || !hwloc_bitmap_isequal(near, near2))
+                break;
+        }
+        growRun(topo, ledger, plan, req, a, b - 1, hard, near);
+    }
+    if (plan->level < VP_LEVEL_HOST && plan->level_index >= 0) {
+        for (unsigned i = first; i < n; i++)
+            outside |= plan->vcpu_pu[i] >= 0 && !insideLevel(topo, plan, plan->vcpu_pu[i]);
         if (outside) {
+            g_autofree char *which = vcpuRange(first, n - 1);
+
             vpPlanDegrade(plan, "%s placed outside the %s of the other vCPUs: no free core there",
                           which, vpLevelName(plan->level));
             relevel(topo, plan);
         }
     }
-    return TRUE;
 }
 
 vpPlan *
-vpPlanResize(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, unsigned nvcpus,
-             GError **error)
+vpPlanResize(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan,
+             const vpRequest *req, unsigned nvcpus, GError **error)
 {
     g_autoptr(vpPlan) out = NULL;
     g_autoptr(vpBitmap) held = vpPlanHeld(plan);
@@ -356,8 +481,8 @@ vpPlanResize(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan,
     out = vpPlanCopy(plan);
     if (nvcpus < plan->nvcpus)
         shrink(topo, out, nvcpus);
-    else if (nvcpus > plan->nvcpus && !grow(topo, ledger, out, nvcpus, error))
-        return NULL;
+    else if (nvcpus > plan->nvcpus)
+        grow(topo, ledger, out, req, nvcpus);
     /* an emulator floating over the domain's PUs follows them */
     if (floats) {
         g_autoptr(vpBitmap) now = vpPlanHeld(out);

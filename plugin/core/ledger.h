@@ -7,6 +7,7 @@
 #pragma once
 
 #include "plan.h"
+#include "request.h"
 #include "topology.h"
 
 typedef enum {
@@ -74,3 +75,12 @@ const char *vpOwnKindName(vpOwnKind kind);
 
 /* Bytes the ledger's plans hold on Linux node `node` in pages of page_size (0: base pages). */
 guint64 vpLedgerNodeMemory(const vpLedger *ledger, unsigned node, guint64 page_size);
+
+/* Corrects what the domain holds per node to libvirt's live XML (live: the request read from
+ * it): <currentMemory> after `virsh setmem`, a <numatune> nodeset changed with `virsh
+ * numatune --live`, the huge page size. Where the holding already lies on nodes the live
+ * nodeset allows it is scaled to the live size; otherwise it is spread over the domain's
+ * vCPUs' nodes inside that nodeset (as first touch would), else evenly over the nodeset.
+ * Returns what changed ("node 5: 4 GiB -> node 3: 2 GiB ...", caller frees), NULL when the
+ * ledger already agreed, the live size is unknown or the domain holds nothing here. */
+char *vpLedgerReconcileMemory(vpLedger *ledger, const char *domain, const vpRequest *live);

@@ -5,7 +5,8 @@
  * of an interleave nodeset (vCPUs spread evenly over it), else a single part placed by the
  * policy's own locality. A part's memory must fit the node(s) that take it: the node's
  * memory less the host reserve and what the ledger and the part's siblings hold (or the
- * node's huge page pool of the domain's size). Nodes whose memory is unknown are no limit.
+ * node's huge page pool of the part's size: a guest cell's own <page nodeset>, else the
+ * domain's). Nodes whose memory is unknown are no limit.
  */
 #include "core/placerpriv.h"
 
@@ -32,7 +33,7 @@ vpPlacerNodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page)
 {
     const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
     guint64 held = (ctx->ledger ? vpLedgerNodeMemory(ctx->ledger, node->os, page) : 0) +
-                   vpPlanMemoryOn(plan, node->os);
+                   vpPlanMemoryOnPages(plan, node->os, page);
     guint64 total = 0;
 
     if (!node->memory)
@@ -68,7 +69,7 @@ vpPlacerPartMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint
             (!part->hard || (!node->made_up && hwloc_bitmap_isset(part->hard, node->os))) &&
             (!only || (!node->made_up && hwloc_bitmap_isset(only, node->os))) &&
             (!avoid || node->made_up || !hwloc_bitmap_isset(avoid, node->os)) &&
-            vpPlacerNodeFree(ctx, plan, g, ctx->req->hugepage_size) >= need;
+            vpPlacerNodeFree(ctx, plan, g, partPage(ctx, part)) >= need;
     }
     for (int pu = 0; pu < npus; pu++) {
         const vpPU *p = vpTopologyPU(topo, pu);
@@ -136,6 +137,7 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
 {
     int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
     g_autofree int *count = g_new0(int, nnodes);
+    guint64 page = partPage(ctx, part);
     guint64 given = 0;
     int first = -1;
 
@@ -153,19 +155,17 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
         share = part->memory / pick->n * count[g];
         if (g == first)
             share += part->memory % pick->n;
-        if (vpPlacerNodeFree(ctx, plan, g, ctx->req->hugepage_size) < share) {
+        if (vpPlacerNodeFree(ctx, plan, g, page) < share) {
             const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
             g_autofree char *want = vpMemoryFormat(share);
-            g_autofree char *have =
-                vpPlacerBytesText(vpPlacerNodeFree(ctx, plan, g, ctx->req->hugepage_size));
+            g_autofree char *have = vpPlacerBytesText(vpPlacerNodeFree(ctx, plan, g, page));
+            g_autofree char *pages = page ? vpMemoryFormat(page) : NULL;
 
-            g_autofree char *page = plan->page_size ? vpMemoryFormat(plan->page_size) : NULL;
-
-            if (page)
+            if (pages)
                 g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                             "domain '%s': its vCPUs on node %u need %s of %s huge pages there; "
                             "node %u's %s pool has %s free",
-                            plan->domain, node->os, want, page, node->os, page, have);
+                            plan->domain, node->os, want, pages, node->os, pages, have);
             else
                 g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                             "domain '%s': its vCPUs on node %u need %s of memory there; node %u "
@@ -173,7 +173,7 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
                             plan->domain, node->os, want, node->os, have);
             return FALSE;
         }
-        vpPlanAddMemory(plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g)->os, share);
+        vpPlanAddPages(plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g)->os, page, share);
         given += share;
     }
     g_assert(given == part->memory);
@@ -325,6 +325,7 @@ vpPlacerCutParts(const vpTopology *topo, const vpRequest *req, const unsigned *i
         hwloc_bitmap_or(incell, incell, cell->vcpus);
         partAdd(parts, cids, k, k ? cell->memory : 0, chard ? cnodes : NULL,
                 !chard && cnodes ? cnodes : NULL, true, cell->id);
+        g_array_index(parts, vpPart, parts->len - 1).page = vpRequestCellPage(req, cell);
     }
     for (unsigned i = 0; i < n; i++) {
         if (!hwloc_bitmap_isset(incell, ids[i]))

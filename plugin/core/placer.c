@@ -128,8 +128,8 @@ placePinned(const vpTopology *topo, const vpRequest *req)
     if (req->emulator_pin)
         hwloc_bitmap_copy(plan->emulator, req->emulator_pin);
     holdOwnPins(plan, req);
-    pinnedMemory(topo, plan, req->memory);
     plan->page_size = req->hugepage_size;
+    pinnedMemory(topo, plan, req->memory);
     return g_steal_pointer(&plan);
 }
 

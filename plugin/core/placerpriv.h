@@ -78,8 +78,15 @@ typedef struct {
     hwloc_bitmap_t hard;   /* Linux node numbers the part must stay on, NULL: any */
     hwloc_bitmap_t prefer; /* tried first, NULL: none */
     bool one_node;
-    int cell; /* guest cell id, -1 */
+    int cell;     /* guest cell id, -1 */
+    guint64 page; /* huge page size of a cell's own <page nodeset>, 0: the domain's */
 } vpPart;
+
+static inline guint64
+partPage(const vpCtx *ctx, const vpPart *part)
+{
+    return part->page ? part->page : ctx->req->hugepage_size;
+}
 
 /* A core every PU of which is usable and free: isolate and pack own such cores. */
 static inline bool

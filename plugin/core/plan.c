@@ -176,27 +176,48 @@ vpPlanMemoryNodes(const vpPlan *plan, const vpTopology *topo)
 }
 
 void
-vpPlanAddMemory(vpPlan *plan, unsigned node, guint64 bytes)
+vpPlanAddPages(vpPlan *plan, unsigned node, guint64 page_size, guint64 bytes)
 {
     unsigned i;
 
-    for (i = 0; i < plan->nmem && plan->mem[i].node < node; i++)
+    for (i = 0;
+         i < plan->nmem && (plan->mem[i].node < node ||
+                            (plan->mem[i].node == node && plan->mem[i].page_size < page_size));
+         i++)
         ;
-    if (i < plan->nmem && plan->mem[i].node == node) {
+    if (i < plan->nmem && plan->mem[i].node == node && plan->mem[i].page_size == page_size) {
         plan->mem[i].bytes += bytes;
         return;
     }
     plan->mem = g_renew(vpNodeMemory, plan->mem, plan->nmem + 1);
     memmove(&plan->mem[i + 1], &plan->mem[i], sizeof(*plan->mem) * (plan->nmem - i));
-    plan->mem[i] = (vpNodeMemory){node, bytes};
+    plan->mem[i] = (vpNodeMemory){.node = node, .bytes = bytes, .page_size = page_size};
     plan->nmem++;
+}
+
+void
+vpPlanAddMemory(vpPlan *plan, unsigned node, guint64 bytes)
+{
+    vpPlanAddPages(plan, node, plan->page_size, bytes);
 }
 
 guint64
 vpPlanMemoryOn(const vpPlan *plan, unsigned node)
 {
+    guint64 sum = 0;
+
     for (unsigned i = 0; i < plan->nmem; i++) {
         if (plan->mem[i].node == node)
+            sum += plan->mem[i].bytes;
+    }
+    return sum;
+}
+
+guint64
+vpPlanMemoryOnPages(const vpPlan *plan, unsigned node, guint64 page_size)
+{
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        if (plan->mem[i].node == node && plan->mem[i].page_size == page_size)
             return plan->mem[i].bytes;
     }
     return 0;
@@ -352,6 +373,11 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
             json_builder_add_int_value(b, plan->mem[i].node);
             json_builder_set_member_name(b, "bytes");
             json_builder_add_int_value(b, (gint64)plan->mem[i].bytes);
+            /* only where a guest cell's <page> differs from the domain's page_size */
+            if (plan->mem[i].page_size != plan->page_size) {
+                json_builder_set_member_name(b, "page_size");
+                json_builder_add_int_value(b, (gint64)plan->mem[i].page_size);
+            }
             json_builder_end_object(b);
         }
         json_builder_end_array(b);
@@ -763,7 +789,7 @@ vpPlanReadMoves(JsonObject *obj, vpPlan *plan, GError **error)
 static gboolean
 vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
 {
-    static const char *const keys[] = {"numa", "bytes", NULL};
+    static const char *const keys[] = {"numa", "bytes", "page_size", NULL};
     JsonNode *node = json_object_get_member(obj, "memory");
     JsonArray *arr;
 
@@ -778,7 +804,7 @@ vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
         JsonNode *e = json_array_get_element(arr, i);
         g_autofree char *path = g_strdup_printf("memory[%u].", i);
         JsonObject *eobj;
-        gint64 numa, bytes;
+        gint64 numa, bytes, page = (gint64)plan->page_size;
 
         if (!JSON_NODE_HOLDS_OBJECT(e)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "memory[%u] is not an object", i);
@@ -787,14 +813,18 @@ vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
         eobj = json_node_get_object(e);
         if (!vpJsonCheckKeys(eobj, path, keys, error) ||
             !vpPlanGetInt(eobj, path, "numa", 0, VP_PLAN_MAX_CPU, &numa, error) ||
-            !vpPlanGetInt(eobj, path, "bytes", 0, VP_PLAN_MAX_BYTES, &bytes, error))
+            !vpPlanGetInt(eobj, path, "bytes", 0, VP_PLAN_MAX_BYTES, &bytes, error) ||
+            (json_object_has_member(eobj, "page_size") &&
+             !vpPlanGetInt(eobj, path, "page_size", 0, VP_PLAN_MAX_BYTES, &page, error)))
             return FALSE;
-        if (vpPlanMemoryOn(plan, numa)) {
+        if (vpPlanMemoryOnPages(plan, numa, page)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                        "memory names node %" G_GINT64_FORMAT " twice", numa);
+                        "memory names node %" G_GINT64_FORMAT
+                        " twice for pages of %" G_GINT64_FORMAT " bytes",
+                        numa, page);
             return FALSE;
         }
-        vpPlanAddMemory(plan, numa, bytes);
+        vpPlanAddPages(plan, numa, page, bytes);
     }
     return TRUE;
 }
@@ -812,13 +842,14 @@ vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
         hwloc_bitmap_free(plan->own);
         plan->own = set;
     }
-    if (json_object_has_member(obj, "memory") && !vpPlanReadMemory(obj, plan, error))
-        return FALSE;
+    /* before memory: its entries' pages default to it */
     if (json_object_has_member(obj, "page_size")) {
         if (!vpPlanGetInt(obj, "", "page_size", 0, VP_PLAN_MAX_BYTES, &v, error))
             return FALSE;
         plan->page_size = v;
     }
+    if (json_object_has_member(obj, "memory") && !vpPlanReadMemory(obj, plan, error))
+        return FALSE;
     return TRUE;
 }
 
@@ -1012,7 +1043,8 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
     }
     for (i = 0; i < plan->nmem; i++) {
         g_autofree char *bytes = vpMemoryFormat(plan->mem[i].bytes);
-        g_autofree char *page = plan->page_size ? vpMemoryFormat(plan->page_size) : NULL;
+        g_autofree char *page =
+            plan->mem[i].page_size ? vpMemoryFormat(plan->mem[i].page_size) : NULL;
 
         g_string_append_printf(s, "  memory: %s on numa %u%s%s\n", bytes, plan->mem[i].node,
                                page ? " in huge pages of " : "", page ? page : "");

@@ -26,10 +26,11 @@ typedef struct {
     unsigned to;
     char *reason; /* the trigger, the figures behind it and why this target */
 } vpMove;
-/* Memory a domain holds on one host node. */
+/* Memory a domain holds on one host node in pages of one size. */
 typedef struct {
     unsigned node; /* Linux node number */
     guint64 bytes;
+    guint64 page_size; /* the huge pages backing it, 0: base pages (the node's memory) */
 } vpNodeMemory;
 
 typedef struct {
@@ -57,8 +58,8 @@ typedef struct {
     /* CPUs the domain's own multi-CPU <vcpupin>, <emulatorpin> and <iothreadpin> name: held
      * for it (others avoid them), though its threads float over them. */
     hwloc_bitmap_t own;
-    /* Memory by host node, ascending node numbers; page_size the huge pages backing it
-     * (0: base pages, taken from the node's memory). */
+    /* Memory by host node and page size, ascending; page_size the domain's default huge
+     * pages (0: base pages), which guest cells of their own <page nodeset> differ from. */
     unsigned nmem;
     vpNodeMemory *mem;
     guint64 page_size;
@@ -71,10 +72,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpPlan, vpPlanFree)
 vpPlan *vpPlanCopy(const vpPlan *plan);
 
 const char *vpHowName(vpHow how);
-/* Adds bytes to the plan's holding on Linux node `node`. */
+/* Adds bytes to the plan's holding on Linux node `node`, in pages of plan->page_size. */
 void vpPlanAddMemory(vpPlan *plan, unsigned node, guint64 bytes);
-/* Bytes the plan holds on Linux node `node`. */
+/* The same in pages of page_size (0: base pages). */
+void vpPlanAddPages(vpPlan *plan, unsigned node, guint64 page_size, guint64 bytes);
+/* Bytes the plan holds on Linux node `node`, in pages of any size. */
 guint64 vpPlanMemoryOn(const vpPlan *plan, unsigned node);
+/* Bytes the plan holds on Linux node `node` in pages of page_size (0: base pages). */
+guint64 vpPlanMemoryOnPages(const vpPlan *plan, unsigned node, guint64 page_size);
 /* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator
  * (the domain's own pins, plan->own, are held apart: other domains' own pins may name them
  * too). */

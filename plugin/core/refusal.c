@@ -134,7 +134,7 @@ char *
 vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
 {
     vpSmt smt = ctx->req->policy.smt;
-    guint64 page = ctx->req->hugepage_size;
+    guint64 page = partPage(ctx, part);
     g_autoptr(GString) s = g_string_new(NULL);
     g_autofree char *nodes = part->hard ? vpCpuListFormat(part->hard) : NULL;
     const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"

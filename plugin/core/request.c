@@ -178,3 +178,9 @@ vpMemoryFormat(guint64 bytes)
     }
     return g_strdup_printf("%" G_GUINT64_FORMAT " %s", bytes, names[u]);
 }
+
+guint64
+vpRequestCellPage(const vpRequest *req, const vpCell *cell)
+{
+    return cell->page_size ? cell->page_size : req->hugepage_size;
+}

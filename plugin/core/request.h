@@ -25,6 +25,7 @@ typedef struct {
     guint64 memory;         /* bytes */
     vpMemMode mode;         /* <memnode mode>, VP_MEM_NONE: the domain's */
     hwloc_bitmap_t nodeset; /* <memnode nodeset>, NULL: the domain's */
+    guint64 page_size;      /* bytes of the <page nodeset> naming this cell, 0: the domain's */
 } vpCell;
 
 typedef struct {
@@ -46,7 +47,9 @@ typedef struct {
     char *type;                  /* <domain type>, NULL when absent */
     bool placement_auto;         /* <vcpu placement='auto'> or <numatune> placement='auto' */
     guint64 memory;              /* bytes (<currentMemory>, else <memory>); 0 unknown */
-    guint64 hugepage_size;       /* bytes of the huge pages backing memory, 0 none */
+    guint64 hugepage_size;       /* bytes of the huge pages backing memory (the <page> without
+                                  * nodeset, else libvirt's default 2 MiB), 0 none; a cell's own
+                                  * <page nodeset> is in its page_size */
     vpMemMode mem_mode;
     hwloc_bitmap_t nodeset; /* <numatune><memory nodeset>, NULL when none */
     unsigned ncells;
@@ -65,6 +68,8 @@ unsigned vpRequestGuestThreads(const vpRequest *req);
 bool vpRequestOnline(const vpRequest *req, unsigned vcpu);
 /* The highest online vCPU id + 1: the entries the plan needs. */
 unsigned vpRequestPlanVcpus(const vpRequest *req);
+/* The huge page size backing a guest cell's memory (0: base pages). */
+guint64 vpRequestCellPage(const vpRequest *req, const vpCell *cell);
 /* Whether the domain is one vcpuplace places: QEMU/KVM (libvirt's qemu driver). */
 bool vpRequestIsQemu(const vpRequest *req);
 

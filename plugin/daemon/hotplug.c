@@ -7,9 +7,11 @@
  */
 #include "daemon/hotplug.h"
 #include "daemon/log.h"
+#include "libvirt/domxml.h"
 #include "libvirt/qemuevents.h"
 
 #include <libvirt/virterror.h>
+#include <string.h>
 
 struct _vpHotplug {
     GMutex *lock;
@@ -27,18 +29,58 @@ struct _vpHotplug {
     GHashTable *announced; /* name -> vCPU count QEMU's events imply, until libvirt agrees */
 };
 
+static bool
+wantsResize(vpManager *mgr, const char *name, unsigned nvcpus)
+{
+    const vpPlan *plan = vpManagerPlan(mgr, name);
+
+    return plan && plan->how != VP_HOW_PINNED && plan->nvcpus != nvcpus &&
+           vpLedgerLookup(vpManagerLedger(mgr), name);
+}
+
+/* What the domain asks for (its cells, <numatune>, <vcpu cpuset>): the persistent definition
+ * when there is one, as the sync reads it. NULL, logged, when unreadable: new vCPUs then
+ * follow the memory the ledger records. */
+static vpRequest *
+readRequest(vpHotplug *h, virDomainPtr dom, const char *name)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *xml = NULL;
+
+    g_mutex_unlock(h->lock);
+    if (virDomainIsPersistent(dom) == 1)
+        xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+    if (!xml)
+        xml = virDomainGetXMLDesc(dom, 0);
+    g_mutex_lock(h->lock);
+    if (!xml) {
+        vpLogDomain(G_LOG_LEVEL_WARNING, name, "domain XML not read for its new vCPUs: %s",
+                    virGetLastErrorMessage());
+        return NULL;
+    }
+    vpRequest *req = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(h->mgr), &err);
+    if (!req)
+        vpLogDomain(G_LOG_LEVEL_WARNING, name, "domain XML not read for its new vCPUs: %s",
+                    err->message);
+    return req;
+}
+
 static void
-resize(vpHotplug *h, const char *name, unsigned nvcpus, const char *why)
+resize(vpHotplug *h, virDomainPtr dom, unsigned nvcpus, const char *why)
 {
     vpManager *mgr = h->mgr;
-    const vpPlan *plan = vpManagerPlan(mgr, name);
+    const char *name = virDomainGetName(dom);
     g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = NULL;
 
-    if (!plan || plan->how == VP_HOW_PINNED || plan->nvcpus == nvcpus ||
-        !vpLedgerLookup(vpManagerLedger(mgr), name))
+    if (!wantsResize(mgr, name, nvcpus))
         return;
-    vpLogDomain(G_LOG_LEVEL_INFO, name, "%u vCPUs now (%s), %u planned", nvcpus, why, plan->nvcpus);
-    if (!vpManagerResize(mgr, name, nvcpus, &err)) {
+    req = readRequest(h, dom, name);
+    if (!wantsResize(mgr, name, nvcpus))
+        return; /* settled while libvirt answered */
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "%u vCPUs now (%s), %u planned", nvcpus, why,
+                vpManagerPlan(mgr, name)->nvcpus);
+    if (!vpManagerResize(mgr, name, req, nvcpus, &err)) {
         vpLogDomain(G_LOG_LEVEL_WARNING, name, "cannot place its new vCPUs: %s", err->message);
         return;
     }
@@ -63,7 +105,7 @@ onVcpuThread(virDomainPtr dom, const vpVcpuThreadEvent *ev, gpointer data)
     g_hash_table_insert(h->announced, g_strdup(name), GUINT_TO_POINTER(want));
     /* also for domains whose pins are their own: the new thread needs its cookie */
     vpCookiesKick(h->cookies);
-    resize(h, name, want, "QEMU's " VP_QEMU_VCPU_EVENT);
+    resize(h, dom, want, "QEMU's " VP_QEMU_VCPU_EVENT);
 }
 
 /* Re-reads the vCPU count of every running managed domain (libvirt's definition: no job,
@@ -107,7 +149,7 @@ pollTick(gpointer data)
             g_hash_table_insert(h->counts, g_strdup(name), GUINT_TO_POINTER(count));
             if ((guint)count != was && was)
                 vpCookiesKick(h->cookies);
-            resize(h, name, MAX((guint)count, announced), "re-read from libvirt");
+            resize(h, doms[i], MAX((guint)count, announced), "re-read from libvirt");
         }
         virDomainFree(doms[i]);
     }

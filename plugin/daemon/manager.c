@@ -425,6 +425,18 @@ vpManagerSync(vpManager *m, const char *name, const vpRequest *req, const vpLive
     return action;
 }
 
+gboolean
+vpManagerReconcileMemory(vpManager *m, const char *name, const vpRequest *live)
+{
+    g_autofree char *what = vpLedgerReconcileMemory(m->ledger, name, live);
+
+    if (!what)
+        return FALSE;
+    m->dirty = TRUE;
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "memory reconciled with libvirt's live XML: %s", what);
+    return TRUE;
+}
+
 void
 vpManagerApplied(vpManager *m, const char *name, const char *error)
 {
@@ -515,7 +527,8 @@ vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GError **error
 }
 
 gboolean
-vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error)
+vpManagerResize(vpManager *m, const char *name, const vpRequest *req, unsigned nvcpus,
+                GError **error)
 {
     const vpPlan *plan = vpLedgerLookup(m->ledger, name);
     if (!plan || plan->how == VP_HOW_PINNED) {
@@ -526,7 +539,7 @@ vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error)
     if (plan->nvcpus == nvcpus)
         return TRUE;
     unsigned was = plan->nvcpus;
-    g_autoptr(vpPlan) resized = vpPlanResize(m->topo, m->ledger, plan, nvcpus, error);
+    g_autoptr(vpPlan) resized = vpPlanResize(m->topo, m->ledger, plan, req, nvcpus, error);
     if (!resized || !vpLedgerReplace(m->ledger, resized, error))
         return FALSE;
     m->dirty = TRUE;

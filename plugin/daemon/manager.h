@@ -87,6 +87,9 @@ typedef enum {
  * what the daemon must do. */
 vpSyncAction vpManagerSync(vpManager *m, const char *name, const vpRequest *req,
                            const vpLivePins *live, GError **error);
+/* The domain's memory per node corrected to libvirt's live XML (live: its request), logged
+ * (vpLedgerReconcileMemory()); TRUE when the ledger changed. */
+gboolean vpManagerReconcileMemory(vpManager *m, const char *name, const vpRequest *live);
 /* A running domain whose XML cannot be read as a request: recorded unplaced, why. */
 void vpManagerUnreadable(vpManager *m, const char *name, const char *why);
 /* Result of applying: error NULL when libvirt's pins now show the plan. */
@@ -108,8 +111,10 @@ gboolean vpManagerMove(vpManager *m, GPtrArray *moves, GError **error);
 gboolean vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GError **error);
 /* The domain's vCPU count changed while it runs (hotplug): its plan grows or shrinks
  * (core/grow.h), state applying until the daemon has pinned it. The domain's own <cputune>
- * pins are not vcpuplace's to resize: VP_ERROR_INVALID. */
-gboolean vpManagerResize(vpManager *m, const char *name, unsigned nvcpus, GError **error);
+ * pins are not vcpuplace's to resize: VP_ERROR_INVALID. req: the domain's request, which
+ * keeps new vCPUs on its memory's nodes (NULL: unknown, see vpPlanResize()). */
+gboolean vpManagerResize(vpManager *m, const char *name, const vpRequest *req, unsigned nvcpus,
+                         GError **error);
 /* Configuration reload: takes topo (the same machine, other usable sets) and the new
  * defaults. The ledger is carried over as it is: domains on CPUs no longer usable stay
  * there (logged; names returned in *outside when not NULL, caller frees) until they stop

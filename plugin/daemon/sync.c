@@ -145,14 +145,108 @@ applyPlan(vpDaemon *d, virDomainPtr dom, const char *name)
 /* The XML that says what the domain asks for: the persistent definition when there is one,
  * since live pins applied by vcpuplace show up as <cputune> in the live XML. */
 static char *
-requestXML(virDomainPtr dom, GError **error)
+requestXML(virDomainPtr dom, gboolean *live, GError **error)
 {
+    *live = FALSE;
     if (virDomainIsPersistent(dom) == 1) {
         char *xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
         if (xml)
             return xml;
     }
+    *live = TRUE;
     return vpVirDomainXML(dom, error);
+}
+
+/* The nodes vcpuplace chose for a placement='auto' domain: where its plan holds memory, else
+ * where its vCPUs are; NULL when neither is known. */
+static hwloc_bitmap_t
+chosenNodes(vpDaemon *d, const char *name)
+{
+    const vpPlan *plan = vpManagerPlan(d->mgr, name);
+    hwloc_bitmap_t nodes;
+
+    if (!plan || plan->how == VP_HOW_PINNED)
+        return NULL;
+    nodes = hwloc_bitmap_alloc();
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        if (plan->mem[i].bytes)
+            hwloc_bitmap_set(nodes, plan->mem[i].node);
+    }
+    if (hwloc_bitmap_iszero(nodes)) {
+        hwloc_bitmap_free(nodes);
+        nodes = vpPlanMemoryNodes(plan, vpManagerTopology(d->mgr));
+    }
+    if (nodes && hwloc_bitmap_iszero(nodes))
+        g_clear_pointer(&nodes, hwloc_bitmap_free);
+    return nodes;
+}
+
+/*
+ * placement='auto' leaves the memory's nodes to libvirt (numad's advice, or every node),
+ * while vcpuplace chose the vCPUs' node: the domain's live <numatune> nodeset is set to
+ * vcpuplace's choice (virDomainSetNumaParameters, as `virsh numatune --live --nodeset`),
+ * so that memory follows the vCPUs. Where libvirt refuses, the memory stays where libvirt
+ * put it, said, and the ledger follows libvirt's nodeset. live is updated on success.
+ */
+static void
+followMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live)
+{
+    g_autoptr(vpBitmap) want = chosenNodes(d, name);
+    virTypedParameterPtr params = NULL;
+    int nparams = 0, maxparams = 0, rc;
+
+    if (!want || (live->nodeset && hwloc_bitmap_isequal(live->nodeset, want)))
+        return;
+    g_autofree char *list = vpCpuListFormat(want);
+    g_autofree char *was = live->nodeset ? vpCpuListFormat(live->nodeset) : g_strdup("all");
+    if (virTypedParamsAddString(&params, &nparams, &maxparams, VIR_DOMAIN_NUMA_NODESET, list) < 0)
+        return;
+    vpDaemonUnlock(d);
+    rc = virDomainSetNumaParameters(dom, params, nparams, VIR_DOMAIN_AFFECT_LIVE);
+    vpDaemonLock(d);
+    virTypedParamsFree(params, nparams);
+    if (rc < 0) {
+        vpLogDomain(G_LOG_LEVEL_WARNING, name,
+                    "placement='auto': memory stays on nodes %s, not moved to vcpuplace's %s: %s",
+                    was, list, virGetLastErrorMessage());
+        return;
+    }
+    vpLogDomain(G_LOG_LEVEL_INFO, name,
+                "placement='auto': live <numatune> nodeset %s -> %s, where its vCPUs are", was,
+                list);
+    g_clear_pointer(&live->nodeset, hwloc_bitmap_free);
+    live->nodeset = g_steal_pointer(&want);
+}
+
+/* The ledger's memory of the domain against the memory it runs with now: `virsh setmem` and
+ * `virsh numatune --live` change only the live XML, and send no event of their own, so every
+ * sync looks. live is the request from the live XML when the sync already read it; req the
+ * domain's request (its placement). */
+static void
+reconcileMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live,
+                const vpRequest *req)
+{
+    g_autoptr(vpRequest) read = NULL;
+    g_autoptr(GError) err = NULL;
+
+    if (!vpLedgerLookup(vpManagerLedger(d->mgr), name))
+        return;
+    if (!live) {
+        vpDaemonUnlock(d);
+        g_autofree char *xml = vpVirDomainXML(dom, &err);
+        vpDaemonLock(d);
+        if (xml)
+            read = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(d->mgr), &err);
+        if (!read) {
+            vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: memory not reconciled: %s", name,
+                        err->message);
+            return;
+        }
+        live = read;
+    }
+    if (req->placement_auto)
+        followMemory(d, dom, name, live);
+    vpManagerReconcileMemory(d->mgr, name, live);
 }
 
 static void
@@ -180,7 +274,8 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
     unsigned flags = vpVirConnLiveFlags(d->vc);
     g_autoptr(GError) err = NULL;
     vpDaemonUnlock(d);
-    g_autofree char *xml = requestXML(dom, &err);
+    gboolean is_live;
+    g_autofree char *xml = requestXML(dom, &is_live, &err);
     g_autoptr(vpLivePins) live = xml ? vpVirPinsRead(dom, flags, &err) : NULL;
     vpDaemonLock(d);
     if (!live) {
@@ -199,6 +294,8 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
         vpManagerUnreadable(d->mgr, name, err->message);
     if (err)
         vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
+    if (req)
+        reconcileMemory(d, dom, name, is_live ? req : NULL, req);
     if (action != VP_SYNC_APPLY) {
         /* Found live as planned (restart, adoption) or its own pins respected: listeners
          * learn of it as of a domain just pinned. */

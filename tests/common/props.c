@@ -258,7 +258,8 @@ checkCells(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
 }
 
 /* Memory per node: what the ledger holds plus this plan, within the node's memory less the
- * host reserve (or its huge page pool); nodes of unknown memory are no limit. */
+ * host reserve (or its huge page pool of each holding's size); nodes of unknown memory are no
+ * limit. */
 static gboolean
 checkMemory(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, GError **error)
 {
@@ -272,13 +273,15 @@ checkMemory(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, 
         node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
         if (!node->memory)
             continue;
-        if (!plan->page_size)
+        guint64 page = plan->mem[m].page_size;
+
+        if (!page)
             cap = node->memory - MIN(node->memory, vpTopologyNodeReserve(topo));
         for (unsigned p = 0; p < node->npools; p++) {
-            if (plan->page_size && node->pools[p].size == plan->page_size)
+            if (page && node->pools[p].size == page)
                 cap = node->pools[p].size * node->pools[p].count;
         }
-        used = vpLedgerNodeMemory(ledger, node->os, plan->page_size) + plan->mem[m].bytes;
+        used = vpLedgerNodeMemory(ledger, node->os, page) + plan->mem[m].bytes;
         if (used > cap)
             return fail(error,
                         "node %u holds %" G_GUINT64_FORMAT

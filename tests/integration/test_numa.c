@@ -175,6 +175,88 @@ START_TEST(test_cells_memnode)
 }
 END_TEST
 
+/* `virsh setmem --live` and `virsh numatune --live` change only the live XML: the next sync
+ * corrects the ledger's memory per node to it. */
+START_TEST(test_memory_reconciled_at_sync)
+{
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autofree char *xml = numaDomain("shrink", "<vcpu>2</vcpu>",
+                                      "<numatune><memory mode='strict' nodeset='5'/></numatune>");
+    virDomainPtr dom;
+    g_autoptr(vpDaemon) d = start(&dom, xml);
+    vpManager *m = vpDaemonManager(d);
+    virTypedParameterPtr params = NULL;
+    int nparams = 0, maxparams = 0;
+
+    ck_assert_uint_eq(vpPlanMemoryOn(vpManagerPlan(m, "shrink"), 5), 4ULL << 30);
+    ck_assert_int_eq(virDomainSetMemoryFlags(dom, 1 << 20, VIR_DOMAIN_AFFECT_LIVE), 0);
+    vpDaemonResync(d, "shrink");
+    waitIdle(d);
+    ck_assert_uint_eq(vpPlanMemoryOn(vpManagerPlan(m, "shrink"), 5), 1ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), 5, 0), 1ULL << 30);
+
+    ck_assert_int_eq(
+        virTypedParamsAddString(&params, &nparams, &maxparams, VIR_DOMAIN_NUMA_NODESET, "3"), 0);
+    ck_assert_int_eq(virDomainSetNumaParameters(dom, params, nparams, VIR_DOMAIN_AFFECT_LIVE), 0);
+    virTypedParamsFree(params, nparams);
+    vpDaemonResync(d, "shrink");
+    waitIdle(d);
+    ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), 5, 0), 0);
+    ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), 3, 0), 1ULL << 30);
+    ck_assert_uint_eq(vpManagerPlan(m, "shrink")->nmem, 1);
+    virDomainDestroy(dom);
+    virDomainFree(dom);
+}
+END_TEST
+
+/* placement='auto': vcpuplace chooses the node (node 0's memory is taken, so another) and
+ * the domain's live <numatune> nodeset is set to it, so that memory follows the vCPUs. */
+START_TEST(test_placement_auto_memory_follows)
+{
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autofree char *filler =
+        g_strdup_printf("<domain type='test'><name>filler</name><memory unit='GiB'>40</memory>"
+                        "<vcpu>1</vcpu><numatune><memory mode='strict' nodeset='0'/></numatune>"
+                        "<os><type>hvm</type></os></domain>");
+    g_autofree char *xml =
+        g_strdup_printf("<domain type='test'><name>auto</name><memory unit='GiB'>8</memory>"
+                        "<vcpu placement='auto'>2</vcpu><numatune><memory mode='strict' "
+                        "placement='auto'/></numatune><os><type>hvm</type></os></domain>");
+    virDomainPtr dom0, dom;
+    g_autoptr(vpDaemon) d = start(&dom0, filler);
+    vpManager *m = vpDaemonManager(d);
+    virTypedParameterPtr params = NULL;
+    int nparams = 0;
+    const char *nodeset = NULL;
+    const vpPlan *plan;
+    int node;
+
+    dom = define(vpDaemonLibvirt(d), xml);
+    ck_assert_int_eq(virDomainCreate(dom), 0);
+    waitIdle(d);
+    plan = vpManagerPlan(m, "auto");
+    ck_assert_ptr_nonnull(plan);
+    node = nodeOfCpu(plan->vcpu_pu[0]);
+    ck_assert_int_ne(node, 0);
+    ck_assert_int_eq(nodeOfCpu(plan->vcpu_pu[1]), node);
+    ck_assert_int_eq(virDomainGetNumaParameters(dom, NULL, &nparams, VIR_DOMAIN_AFFECT_LIVE), 0);
+    params = g_new0(virTypedParameter, nparams);
+    ck_assert_int_eq(virDomainGetNumaParameters(dom, params, &nparams, VIR_DOMAIN_AFFECT_LIVE), 0);
+    ck_assert_int_eq(virTypedParamsGetString(params, nparams, VIR_DOMAIN_NUMA_NODESET, &nodeset),
+                     1);
+    g_autofree char *want = g_strdup_printf("%d", node);
+    ck_assert_str_eq(nodeset, want);
+    virTypedParamsClear(params, nparams);
+    g_free(params);
+    ck_assert_uint_eq(vpPlanMemoryOn(vpManagerPlan(m, "auto"), node), 8ULL << 30);
+    ck_assert_uint_eq(vpManagerPlan(m, "auto")->nmem, 1);
+    virDomainDestroy(dom);
+    virDomainDestroy(dom0);
+    virDomainFree(dom);
+    virDomainFree(dom0);
+}
+END_TEST
+
 /* Other drivers' domains are left alone: the hook lets them start, nothing is recorded. */
 START_TEST(test_non_qemu_left_alone)
 {
@@ -207,6 +289,8 @@ main(void)
     tcase_add_test(tc, test_cpuset_constraint);
     tcase_add_test(tc, test_emulatorpin_kept_and_held);
     tcase_add_test(tc, test_cells_memnode);
+    tcase_add_test(tc, test_memory_reconciled_at_sync);
+    tcase_add_test(tc, test_placement_auto_memory_follows);
     tcase_add_test(tc, test_non_qemu_left_alone);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

@@ -57,7 +57,8 @@ static const vpPlan *
 resize(const vpTopology *topo, vpLedger *ledger, const char *name, unsigned n)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(vpPlan) plan = vpPlanResize(topo, ledger, vpLedgerLookup(ledger, name), n, &error);
+    g_autoptr(vpPlan) plan =
+        vpPlanResize(topo, ledger, vpLedgerLookup(ledger, name), NULL, n, &error);
 
     ck_assert_msg(plan, "%s: %s", name, error ? error->message : "");
     ck_assert_uint_eq(plan->nvcpus, n);
@@ -271,6 +272,108 @@ START_TEST(test_no_room_left_unpinned)
 }
 END_TEST
 
+/* Two nodes of 8 GB: node 0 holds CPUs 0-7, node 1 CPUs 8-15 (4 cores of 2 each). */
+#define TWO_NODES "synthetic:pack:1 group:2 [numa(memory=8GB)] core:4 pu:2"
+
+/* A domain placed on the whole host (no locality group to keep to) whose memory is on
+ * node; what it asks for (req) decides where its new vCPUs may go. */
+static const vpPlan *
+growOn(const vpTopology *topo, vpLedger *ledger, const int *cpus, unsigned node,
+       const vpRequest *req, unsigned n)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(vpPlan) grown = NULL;
+
+    record(ledger, "a", VP_SMT_SPREAD, NULL, -1, cpus, NULL);
+    {
+        g_autoptr(vpPlan) plan = vpPlanCopy(vpLedgerLookup(ledger, "a"));
+
+        vpPlanAddMemory(plan, node, 1ULL << 30);
+        ck_assert(vpLedgerReplace(ledger, plan, NULL));
+    }
+    grown = vpPlanResize(topo, ledger, vpLedgerLookup(ledger, "a"), req, n, &error);
+    ck_assert_msg(grown, "%s", error ? error->message : "");
+    ck_assert_msg(vpLedgerReplace(ledger, grown, &error), "%s", error ? error->message : "");
+    ck_assert_msg(vpLedgerCheck(ledger, &error), "%s", error ? error->message : "");
+    return vpLedgerLookup(ledger, "a");
+}
+
+/* Memory does not move with a new vCPU: it goes to the node the domain's memory is on (here
+ * after `virsh numatune --live` moved it), not beside the vCPU on node 0. */
+START_TEST(test_hotplug_follows_memory)
+{
+    g_autoptr(vpTopology) topo = load(TWO_NODES);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    const vpPlan *plan = growOn(topo, ledger, (int[]){0, END}, 1, NULL, 3);
+
+    for (unsigned v = 1; v < 3; v++)
+        ck_assert_int_ge(plan->vcpu_pu[v], 8);
+    ck_assert(!plan->degraded);
+}
+END_TEST
+
+/* No room where the memory is and no nodeset of its own: placed elsewhere, said. */
+START_TEST(test_hotplug_off_memory_said)
+{
+    g_autoptr(vpTopology) topo = load(TWO_NODES);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    const vpPlan *plan;
+
+    record(ledger, "b", VP_SMT_SPREAD, NULL, -1, (int[]){9, 10, 11, 12, 13, 14, 15, END}, NULL);
+    plan = growOn(topo, ledger, (int[]){8, END}, 1, NULL, 2);
+    ck_assert_int_lt(plan->vcpu_pu[1], 8);
+    ck_assert_int_ge(plan->vcpu_pu[1], 0);
+    ck_assert(plan->degraded);
+    ck_assert_msg(strstr(plan->degraded_reason,
+                         "vCPU 1 placed outside node(s) 1 where the domain's memory is"),
+                  "%s", plan->degraded_reason);
+}
+END_TEST
+
+/* A strict nodeset is never left: with node 1 full, the new vCPU stays unpinned. */
+START_TEST(test_hotplug_strict_nodeset_kept)
+{
+    g_autoptr(vpTopology) topo = load(TWO_NODES);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) req = vpRequestNew("a", 2);
+    const vpPlan *plan;
+
+    req->mem_mode = VP_MEM_STRICT;
+    req->nodeset = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(req->nodeset, 1);
+    record(ledger, "b", VP_SMT_SPREAD, NULL, -1, (int[]){9, 10, 11, 12, 13, 14, 15, END}, NULL);
+    plan = growOn(topo, ledger, (int[]){8, END}, 1, req, 2);
+    ck_assert_int_eq(plan->vcpu_pu[1], -1);
+    ck_assert_msg(g_str_has_prefix(plan->degraded_reason, "vCPU 1 hot-plugged but left unpinned: "),
+                  "%s", plan->degraded_reason);
+    ck_assert_msg(strstr(plan->degraded_reason, "nodes 1"), "%s", plan->degraded_reason);
+}
+END_TEST
+
+/* Guest cells: each new vCPU joins its own cell's node (cell 0 on node 0, cell 1 on 1). */
+START_TEST(test_hotplug_joins_its_cell)
+{
+    g_autoptr(vpTopology) topo = load(TWO_NODES);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) req = vpRequestNew("a", 4);
+    const vpPlan *plan;
+
+    req->ncells = 2;
+    req->cells = g_new0(vpCell, 2);
+    for (unsigned c = 0; c < 2; c++) {
+        req->cells[c].id = c;
+        req->cells[c].vcpus = hwloc_bitmap_alloc();
+        hwloc_bitmap_set(req->cells[c].vcpus, c);
+        hwloc_bitmap_set(req->cells[c].vcpus, c + 2);
+        req->cells[c].memory = 512ULL << 20;
+    }
+    plan = growOn(topo, ledger, (int[]){0, 8, END}, 0, req, 4);
+    ck_assert_int_lt(plan->vcpu_pu[2], 8);
+    ck_assert_int_ge(plan->vcpu_pu[2], 0);
+    ck_assert_int_ge(plan->vcpu_pu[3], 8);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     g_autoptr(vpTopology) topo = load(TWO_L3);
@@ -280,10 +383,10 @@ START_TEST(test_refusals)
     g_autoptr(GError) own = NULL;
 
     record(ledger, "a", VP_SMT_SPREAD, NULL, 0, (int[]){0, END}, NULL);
-    ck_assert_ptr_null(vpPlanResize(topo, ledger, vpLedgerLookup(ledger, "a"), 0, &zero));
+    ck_assert_ptr_null(vpPlanResize(topo, ledger, vpLedgerLookup(ledger, "a"), NULL, 0, &zero));
     ck_assert_str_eq(zero->message, "domain 'a': cannot resize to 0 vCPUs");
     pinned->how = VP_HOW_PINNED;
-    ck_assert_ptr_null(vpPlanResize(topo, ledger, pinned, 2, &own));
+    ck_assert_ptr_null(vpPlanResize(topo, ledger, pinned, NULL, 2, &own));
     ck_assert(g_error_matches(own, VP_ERROR, VP_ERROR_INVALID));
 }
 END_TEST
@@ -305,6 +408,10 @@ vpTestSuite(void)
     tcase_add_test(tc, test_floating_emulator_follows);
     tcase_add_test(tc, test_no_room_left_unpinned);
     tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_hotplug_follows_memory);
+    tcase_add_test(tc, test_hotplug_off_memory_said);
+    tcase_add_test(tc, test_hotplug_strict_nodeset_kept);
+    tcase_add_test(tc, test_hotplug_joins_its_cell);
     suite_add_tcase(s, tc);
     return s;
 }

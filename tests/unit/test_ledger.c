@@ -406,6 +406,66 @@ START_TEST(test_json_foreign_or_double_booked)
 }
 END_TEST
 
+/* The live XML's memory corrects the ledger's: an adopted plan (no memory) gains it on its
+ * vCPUs' nodes, a live strict nodeset moves it, an agreeing ledger is left alone, and cells
+ * on pages of several sizes keep each holding's size while the total scales. */
+START_TEST(test_reconcile_memory)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) plan = makePlan("a", NULL, (int[]){0, 4, -1}, NULL, NULL);
+    g_autoptr(vpRequest) live = vpRequestNew("a", 2);
+    g_autoptr(GError) err = NULL;
+    g_autofree char *first = NULL, *again = NULL, *moved = NULL, *scaled = NULL;
+    const vpPlan *now;
+
+    ck_assert_msg(vpLedgerAdd(ledger, plan, &err), "%s", err ? err->message : "");
+    live->memory = 2ULL << 30;
+    first = vpLedgerReconcileMemory(ledger, "a", live);
+    ck_assert_str_eq(first, "nothing -> node 0: 1 GiB, node 1: 1 GiB");
+    again = vpLedgerReconcileMemory(ledger, "a", live);
+    ck_assert_ptr_null(again);
+
+    live->mem_mode = VP_MEM_STRICT;
+    live->nodeset = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(live->nodeset, 1);
+    moved = vpLedgerReconcileMemory(ledger, "a", live);
+    ck_assert_str_eq(moved, "node 0: 1 GiB, node 1: 1 GiB -> node 1: 2 GiB");
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 0, 0), 0);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 1, 0), 2ULL << 30);
+
+    g_clear_pointer(&live->nodeset, hwloc_bitmap_free);
+    live->mem_mode = VP_MEM_NONE;
+    {
+        g_autoptr(vpPlan) cells = vpPlanCopy(vpLedgerLookup(ledger, "a"));
+
+        g_clear_pointer(&cells->mem, g_free);
+        cells->nmem = 0;
+        cells->page_size = 2ULL << 20;
+        vpPlanAddPages(cells, 0, 2ULL << 20, 1ULL << 30);
+        vpPlanAddPages(cells, 1, 1ULL << 30, 1ULL << 30);
+        ck_assert(vpLedgerReplace(ledger, cells, NULL));
+    }
+    live->hugepage_size = 2ULL << 20;
+    live->ncells = 2;
+    live->cells = g_new0(vpCell, 2);
+    for (unsigned c = 0; c < 2; c++) {
+        live->cells[c].id = c;
+        live->cells[c].vcpus = hwloc_bitmap_alloc();
+        hwloc_bitmap_set(live->cells[c].vcpus, c);
+    }
+    live->cells[1].page_size = 1ULL << 30;
+    live->memory = 4ULL << 30;
+    scaled = vpLedgerReconcileMemory(ledger, "a", live);
+    ck_assert_ptr_nonnull(scaled);
+    now = vpLedgerLookup(ledger, "a");
+    ck_assert_uint_eq(vpPlanMemoryOnPages(now, 0, 2ULL << 20), 2ULL << 30);
+    ck_assert_uint_eq(vpPlanMemoryOnPages(now, 1, 1ULL << 30), 2ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 1, 1ULL << 30), 2ULL << 30);
+    ck_assert_ptr_null(vpLedgerReconcileMemory(ledger, "nobody", live));
+}
+END_TEST
+
 static char *tmpdir;
 
 static void
@@ -709,6 +769,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_json_round_trip);
     tcase_add_test(tc, test_text_round_trip);
     tcase_add_test(tc, test_copy);
+    tcase_add_test(tc, test_reconcile_memory);
     tcase_add_loop_test(tc, test_json_bad, 0, G_N_ELEMENTS(bad_ledgers));
     tcase_add_test(tc, test_json_foreign_or_double_booked);
     suite_add_tcase(s, tc);

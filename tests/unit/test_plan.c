@@ -87,6 +87,48 @@ fromText(const char *text, GError **error)
     return vpPlanFromJson(node, error);
 }
 
+/* Memory in pages of several sizes (guest cells with their own <page nodeset>) survives a
+ * save and load, each holding with its size; one node named twice for one size is refused. */
+START_TEST(test_memory_page_sizes)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpPlan) plan = testPlan();
+    g_autoptr(vpPlan) back = NULL;
+    g_autoptr(vpPlan) twice = NULL;
+    g_autoptr(vpPlan) one = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *text = NULL;
+    g_auto(GStrv) parts = NULL;
+    const char *entry;
+
+    plan->page_size = 2ULL << 20;
+    vpPlanAddMemory(plan, 0, 1ULL << 30);
+    vpPlanAddPages(plan, 0, 1ULL << 30, 4ULL << 30);
+    vpPlanAddPages(plan, 1, 0, 512ULL << 20);
+    text = toText(plan, topo);
+    back = fromText(text, &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    ck_assert_uint_eq(back->nmem, 3);
+    ck_assert_uint_eq(vpPlanMemoryOnPages(back, 0, 2ULL << 20), 1ULL << 30);
+    ck_assert_uint_eq(vpPlanMemoryOnPages(back, 0, 1ULL << 30), 4ULL << 30);
+    ck_assert_uint_eq(vpPlanMemoryOnPages(back, 1, 0), 512ULL << 20);
+    ck_assert_uint_eq(vpPlanMemoryOn(back, 0), 5ULL << 30);
+    one = testPlan();
+    vpPlanAddPages(one, 0, 2ULL << 20, 1);
+    g_free(text);
+    text = toText(one, topo);
+    entry = "{\"numa\":0,\"bytes\":1,\"page_size\":2097152}";
+    ck_assert_msg(strstr(text, entry), "%s", text);
+    parts = g_strsplit(text, entry, 2);
+    g_free(text);
+    text = g_strconcat(parts[0], entry, ",", entry, parts[1], NULL);
+    twice = fromText(text, &err);
+    ck_assert_ptr_null(twice);
+    ck_assert_msg(strstr(err->message, "memory names node 0 twice for pages of 2097152 bytes"),
+                  "%s", err->message);
+}
+END_TEST
+
 START_TEST(test_new)
 {
     g_autoptr(vpPlan) plan = vpPlanNew("a", 4);
@@ -457,6 +499,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_format);
     tcase_add_test(tc, test_moves);
     tcase_add_test(tc, test_guest_cells);
+    tcase_add_test(tc, test_memory_page_sizes);
     suite_add_tcase(s, tc);
     return s;
 }

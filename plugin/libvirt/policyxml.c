@@ -1,0 +1,281 @@
+/*
+ * The vcpuplace policy element (read from the domain's metadata or alone, as `virsh
+ * metadata` hands it back, and written for virDomainSetMetadata), and the record of what
+ * vcpuplaced pinned, by which `restore begin` and `migrate begin` tell its pins from the
+ * domain's own.
+ */
+#include "libvirt/domxml-priv.h"
+
+#include <string.h>
+
+bool
+vpDomXMLIsPolicy(const xmlNode *node)
+{
+    return node->type == XML_ELEMENT_NODE && node->ns && node->ns->href &&
+           strcmp((const char *)node->ns->href, VP_XML_NS) == 0 &&
+           strcmp((const char *)node->name, VP_XML_ELEMENT) == 0;
+}
+
+/* Applies the policy element's attributes over *policy; unknown attributes, attributes in
+ * a namespace and child elements are errors (a typo must not pass for a default). */
+gboolean
+vpDomXMLApplyPolicy(xmlNodePtr node, vpPolicy *policy, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    vpPolicy parsed = {0};
+    xmlAttrPtr attr;
+    xmlNodePtr child;
+
+    for (child = node->children; child; child = child->next) {
+        if (child->type == XML_ELEMENT_NODE) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "policy element: unexpected child element <%s>", child->name);
+            return FALSE;
+        }
+    }
+    vpPolicyCopy(&parsed, policy);
+    for (attr = node->properties; attr; attr = attr->next) {
+        xmlChar *raw = xmlNodeListGetString(node->doc, attr->children, 1);
+        g_autofree char *value = g_strdup(raw ? (const char *)raw : "");
+
+        xmlFree(raw);
+        if (attr->ns) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "policy element: attribute %s:%s must not have a namespace",
+                        attr->ns->prefix ? (const char *)attr->ns->prefix : "", attr->name);
+            vpPolicyClear(&parsed);
+            return FALSE;
+        }
+        if (!vpPolicySetAttr(&parsed, (const char *)attr->name, value, &local)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "policy element: %s", local->message);
+            vpPolicyClear(&parsed);
+            return FALSE;
+        }
+    }
+    vpPolicyClear(policy);
+    *policy = parsed;
+    return TRUE;
+}
+
+/* virDomainGetMetadata (and so `virsh metadata`) hands the element back with its
+ * namespace stripped; the caller asked for it by our URI, so no namespace means ours. */
+gboolean
+vpDomXMLParsePolicy(const char *xml, gsize len, vpPolicy *policy, GError **error)
+{
+    g_autoptr(xmlDoc) doc = vpDomXMLRead("policy XML", xml, len, error);
+    xmlNodePtr root;
+
+    if (!doc)
+        return FALSE;
+    root = xmlDocGetRootElement(doc);
+    if (!vpDomXMLIsPolicy(root) && !vpDomXMLIs(root, VP_XML_ELEMENT)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "policy XML: the root element is <%s> in namespace '%s', not <%s> in '%s' "
+                    "(or in none)",
+                    root->name, root->ns && root->ns->href ? (const char *)root->ns->href : "",
+                    VP_XML_ELEMENT, VP_XML_NS);
+        return FALSE;
+    }
+    return vpDomXMLApplyPolicy(root, policy, error);
+}
+
+/* Without a namespace: virDomainSetMetadata puts the element into the URI it is given,
+ * and libvirt 9.0 fails ("failed to create a new XML namespace") on an element that
+ * already declares one. */
+char *
+vpDomXMLFormatPolicy(const vpPolicy *policy)
+{
+    g_autoptr(xmlDoc) doc = xmlNewDoc((const xmlChar *)"1.0");
+    xmlNodePtr node = xmlNewDocNode(doc, NULL, (const xmlChar *)VP_XML_ELEMENT, NULL);
+    xmlBufferPtr buf = xmlBufferCreate();
+    char *ret;
+
+    xmlDocSetRootElement(doc, node);
+    xmlSetProp(node, (const xmlChar *)"smt", (const xmlChar *)vpSmtName(policy->smt));
+    if (policy->group)
+        xmlSetProp(node, (const xmlChar *)"group", (const xmlChar *)policy->group);
+    xmlSetProp(node, (const xmlChar *)"coresched",
+               (const xmlChar *)vpCoreschedName(policy->coresched));
+    xmlSetProp(node, (const xmlChar *)"locality",
+               (const xmlChar *)vpLocalityName(policy->locality));
+    xmlSetProp(node, (const xmlChar *)"emulator",
+               (const xmlChar *)vpEmulatorName(policy->emulator));
+    xmlSetProp(node, (const xmlChar *)"rebalance",
+               (const xmlChar *)vpRebalanceName(policy->rebalance));
+    xmlSetProp(node, (const xmlChar *)"unmet", (const xmlChar *)vpUnmetName(policy->unmet));
+    xmlNodeDump(buf, doc, node, 0, 0);
+    ret = g_strdup((const char *)xmlBufferContent(buf));
+    xmlBufferFree(buf);
+    return ret;
+}
+
+char *
+vpDomXMLFormatApplied(const vpPlan *plan)
+{
+    g_autoptr(xmlDoc) doc = xmlNewDoc((const xmlChar *)"1.0");
+    xmlNodePtr node = xmlNewDocNode(doc, NULL, (const xmlChar *)"applied", NULL);
+    g_autoptr(GString) vcpus = g_string_new(NULL);
+    xmlBufferPtr buf = xmlBufferCreate();
+    char *ret;
+
+    xmlDocSetRootElement(doc, node);
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        if (i)
+            g_string_append_c(vcpus, ',');
+        if (plan->vcpu_pu[i] < 0)
+            g_string_append_c(vcpus, '-');
+        else
+            g_string_append_printf(vcpus, "%d", plan->vcpu_pu[i]);
+    }
+    xmlSetProp(node, (const xmlChar *)"vcpus", (const xmlChar *)vcpus->str);
+    if (plan->emulator && !hwloc_bitmap_iszero(plan->emulator)) {
+        g_autofree char *list = vpCpuListFormat(plan->emulator);
+
+        xmlSetProp(node, (const xmlChar *)"emulator", (const xmlChar *)list);
+    }
+    xmlNodeDump(buf, doc, node, 0, 0);
+    ret = g_strdup((const char *)xmlBufferContent(buf));
+    xmlBufferFree(buf);
+    return ret;
+}
+
+typedef struct {
+    GArray *vcpus;           /* int: the CPU of each vCPU, -1 when unpinned */
+    hwloc_bitmap_t emulator; /* NULL when the emulator was not pinned */
+} vpApplied;
+
+static void
+vpAppliedClear(vpApplied *a)
+{
+    g_clear_pointer(&a->vcpus, g_array_unref);
+    g_clear_pointer(&a->emulator, hwloc_bitmap_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpApplied, vpAppliedClear)
+
+static xmlNodePtr
+vpDomXMLFindApplied(xmlNodePtr root)
+{
+    for (xmlNodePtr meta = root->children; meta; meta = meta->next) {
+        if (!vpDomXMLIs(meta, "metadata"))
+            continue;
+        for (xmlNodePtr node = meta->children; node; node = node->next) {
+            if (node->type == XML_ELEMENT_NODE && node->ns && node->ns->href &&
+                strcmp((const char *)node->ns->href, VP_APPLIED_NS) == 0 &&
+                strcmp((const char *)node->name, "applied") == 0)
+                return node;
+        }
+    }
+    return NULL;
+}
+
+static gboolean
+vpDomXMLParseApplied(xmlNodePtr node, vpApplied *a, GError **error)
+{
+    g_autofree char *vcpus = vpDomXMLAttr(node, "vcpus");
+    g_autofree char *emulator = vpDomXMLAttr(node, "emulator");
+    g_auto(GStrv) items = NULL;
+
+    if (!vcpus || !*vcpus || strlen(vcpus) > 8 * VP_DOMXML_MAX_VCPUS) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "domain XML: vcpuplace's <applied> record has no usable vcpus attribute");
+        return FALSE;
+    }
+    items = g_strsplit(vcpus, ",", VP_DOMXML_MAX_VCPUS + 1);
+    a->vcpus = g_array_new(FALSE, FALSE, sizeof(int));
+    for (guint i = 0; items[i]; i++) {
+        unsigned cpu;
+        int v = -1;
+
+        if (i == VP_DOMXML_MAX_VCPUS ||
+            (strcmp(items[i], "-") != 0 && !vpDomXMLNumber(items[i], 0, VP_DOMXML_MAX_CPU, &cpu))) {
+            g_autofree char *shown = vpDomXMLShow(items[i]);
+
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "domain XML: vcpuplace's <applied vcpus=...> item %u '%s' is neither a "
+                        "CPU of 0..%d nor '-'",
+                        i, shown, VP_DOMXML_MAX_CPU);
+            return FALSE;
+        }
+        if (strcmp(items[i], "-") != 0)
+            v = (int)cpu;
+        g_array_append_val(a->vcpus, v);
+    }
+    if (emulator &&
+        !(a->emulator = vpDomXMLCpuset("vcpuplace's <applied emulator=...>", emulator, error)))
+        return FALSE;
+    return TRUE;
+}
+
+/* Whether a <cputune> pin is one the record names; FALSE on anything else. */
+static gboolean
+vpDomXMLPinApplied(xmlNodePtr pin, const vpApplied *a)
+{
+    g_autofree char *mask = vpDomXMLAttr(pin, "cpuset");
+    g_autoptr(vpBitmap) set = mask ? vpDomXMLCpuset("", mask, NULL) : NULL;
+    unsigned vcpu;
+    int cpu;
+
+    if (!set)
+        return FALSE;
+    if (vpDomXMLIs(pin, "emulatorpin") || vpDomXMLIs(pin, "iothreadpin"))
+        return a->emulator && hwloc_bitmap_isequal(set, a->emulator);
+    if (!vpDomXMLIs(pin, "vcpupin") || !xmlHasProp(pin, (const xmlChar *)"vcpu") ||
+        !vpDomXMLAttrNumber(pin, "vcpu", 0, a->vcpus->len - 1, &vcpu, NULL))
+        return FALSE;
+    cpu = g_array_index(a->vcpus, int, vcpu);
+    return cpu >= 0 && hwloc_bitmap_weight(set) == 1 && hwloc_bitmap_isset(set, cpu);
+}
+
+static gboolean
+vpDomXMLIsPin(const xmlNode *node)
+{
+    return vpDomXMLIs(node, "vcpupin") || vpDomXMLIs(node, "emulatorpin") ||
+           vpDomXMLIs(node, "iothreadpin");
+}
+
+char *
+vpDomXMLStripApplied(const char *xml, gsize len, GError **error)
+{
+    g_autoptr(xmlDoc) doc = vpDomXMLRead("domain XML", xml, len, error);
+    g_auto(vpApplied) applied = {NULL, NULL};
+    xmlNodePtr root, record, tune, node, next;
+    xmlBufferPtr buf;
+    char *ret;
+
+    if (!doc)
+        return NULL;
+    root = xmlDocGetRootElement(doc);
+    if (!vpDomXMLIs(root, "domain")) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain XML: the root element is <%s>",
+                    root->name);
+        return NULL;
+    }
+    if (!(record = vpDomXMLFindApplied(root)))
+        return NULL;
+    if (!vpDomXMLParseApplied(record, &applied, error) ||
+        !vpDomXMLChild(root, "cputune", &tune, error))
+        return NULL;
+    for (node = tune ? tune->children : NULL; node; node = node->next) {
+        if (vpDomXMLIsPin(node) && !vpDomXMLPinApplied(node, &applied))
+            return NULL;
+    }
+    for (node = tune ? tune->children : NULL; node; node = next) {
+        next = node->next;
+        if (vpDomXMLIsPin(node)) {
+            xmlUnlinkNode(node);
+            xmlFreeNode(node);
+        }
+    }
+    if (tune && !xmlFirstElementChild(tune)) {
+        xmlUnlinkNode(tune);
+        xmlFreeNode(tune);
+    }
+    xmlUnlinkNode(record);
+    xmlFreeNode(record);
+    buf = xmlBufferCreate();
+    xmlNodeDump(buf, doc, root, 0, 0);
+    ret = g_strdup((const char *)xmlBufferContent(buf));
+    xmlBufferFree(buf);
+    return ret;
+}
