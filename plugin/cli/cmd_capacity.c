@@ -159,7 +159,7 @@ toJson(const vpTopology *topo, const vpFit *fits, guint nfits)
         json_builder_begin_array(b);
         for (int n = 0; n < nnodes; n++) {
             json_builder_begin_object(b);
-            json_builder_set_member_name(b, "node");
+            json_builder_set_member_name(b, "numa");
             json_builder_add_int_value(b, vpTopologyGroup(topo, VP_LEVEL_NUMA, n)->os);
             json_builder_set_member_name(b, "fit");
             json_builder_add_int_value(b, fits[i].nodes[n]);
@@ -233,7 +233,7 @@ vpCmdCapacity(int argc, char **argv)
                                        "now, on the host and per NUMA node,\nby repeated "
                                        "placement on a copy of the ledger.");
     g_option_context_add_main_entries(octx, entries, NULL);
-    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    vpCliAddOptions(octx, &opts);
     if (!g_option_context_parse(octx, &argc, &argv, &error)) {
         vpCliError("capacity", error);
         return VP_EXIT_ERROR;

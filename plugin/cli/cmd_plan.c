@@ -40,7 +40,7 @@ vpCmdPlan(int argc, char **argv)
         "Place one domain on a topology without applying it (DOMAIN.xml \"-\": standard input).\n"
         "Exit status: 0 placed, 2 refused by policy, 1 bad input.");
     g_option_context_add_main_entries(octx, entries, NULL);
-    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    vpCliAddOptions(octx, &opts);
     if (!g_option_context_parse(octx, &argc, &argv, &error)) {
         vpCliError("plan", error);
         return VP_EXIT_ERROR;

@@ -285,7 +285,7 @@ vpCmdScore(int argc, char **argv)
     g_option_context_set_summary(octx, "Score another placer's outcomes (JSON lines of starts "
                                        "with their CPUs, refusals and stops) with the metrics "
                                        "of `vcpuplace simulate`.");
-    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    vpCliAddOptions(octx, &opts);
     if (!g_option_context_parse(octx, &argc, &argv, &error)) {
         vpCliError("score", error);
         return VP_EXIT_ERROR;
@@ -315,19 +315,7 @@ vpCmdScore(int argc, char **argv)
         root = json_builder_get_root(b);
         vpCliPrintJson(root);
     } else {
-        JsonObject *m = json_node_get_object(metrics);
-        g_autoptr(GList) keys = json_object_get_members(m);
-
-        printf("metrics:\n");
-        for (GList *l = keys; l; l = l->next) {
-            JsonNode *v = json_object_get_member(m, l->data);
-
-            if (json_node_get_value_type(v) == G_TYPE_DOUBLE)
-                printf("  %-34s %g\n", (const char *)l->data, json_node_get_double(v));
-            else
-                printf("  %-34s %" G_GINT64_FORMAT "\n", (const char *)l->data,
-                       json_node_get_int(v));
-        }
+        vpCliPrintMetrics(metrics);
     }
     return VP_EXIT_OK;
 }

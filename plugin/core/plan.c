@@ -253,6 +253,17 @@ vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa, int 
     *package = c->group[VP_LEVEL_PACKAGE];
 }
 
+/* A CPU, core or node number, null where there is none (vcpuplace-json(7)). */
+static void
+vpPlanAddIndex(JsonBuilder *b, const char *member, int value)
+{
+    json_builder_set_member_name(b, member);
+    if (value < 0)
+        json_builder_add_null_value(b);
+    else
+        json_builder_add_int_value(b, value);
+}
+
 JsonNode *
 vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
 {
@@ -299,16 +310,11 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "vcpu");
         json_builder_add_int_value(b, i);
-        json_builder_set_member_name(b, "pu");
-        json_builder_add_int_value(b, plan->vcpu_pu[i]);
-        json_builder_set_member_name(b, "core");
-        json_builder_add_int_value(b, core);
-        json_builder_set_member_name(b, "l3");
-        json_builder_add_int_value(b, l3);
-        json_builder_set_member_name(b, "numa");
-        json_builder_add_int_value(b, numa);
-        json_builder_set_member_name(b, "package");
-        json_builder_add_int_value(b, package);
+        vpPlanAddIndex(b, "cpu", plan->vcpu_pu[i]);
+        vpPlanAddIndex(b, "core", core);
+        vpPlanAddIndex(b, "l3", l3);
+        vpPlanAddIndex(b, "numa", numa);
+        vpPlanAddIndex(b, "package", package);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -319,8 +325,7 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
     json_builder_add_string_value(b, reserved);
     json_builder_set_member_name(b, "level");
     json_builder_add_string_value(b, vpLevelName(plan->level));
-    json_builder_set_member_name(b, "level_index");
-    json_builder_add_int_value(b, plan->level_index);
+    vpPlanAddIndex(b, "level_index", plan->level_index);
 
     if (plan->guest_threads) {
         json_builder_set_member_name(b, "guest_topology");
@@ -382,7 +387,7 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
             json_builder_add_int_value(b, cells->cells[i].id);
             json_builder_set_member_name(b, "vcpus");
             json_builder_add_string_value(b, list);
-            json_builder_set_member_name(b, "node");
+            json_builder_set_member_name(b, "numa");
             json_builder_add_int_value(b, cells->cells[i].node);
             json_builder_end_object(b);
         }
@@ -480,6 +485,30 @@ vpPlanGetBool(JsonObject *obj, const char *field, gboolean *out, GError **error)
     return FALSE;
 }
 
+/* An index that may be none: null (or -1, as ledgers before format 1 wrote it) gives -1. */
+static gboolean
+vpPlanGetIndex(JsonObject *obj, const char *path, const char *field, gint64 max, gint64 *out,
+               GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, field);
+
+    if (node && JSON_NODE_HOLDS_NULL(node)) {
+        *out = -1;
+        return TRUE;
+    }
+    return vpPlanGetInt(obj, path, field, -1, max, out, error);
+}
+
+/* The member's name in this format, or its name before format 1 (the ledger written by an
+ * older vcpuplaced) when only that is present. */
+static const char *
+vpPlanLegacyName(JsonObject *obj, const char *name, const char *legacy)
+{
+    if (!json_object_has_member(obj, name) && json_object_has_member(obj, legacy))
+        return legacy;
+    return name;
+}
+
 /* A string, or NULL in *out for JSON null when nullable. */
 static gboolean
 vpPlanGetString(JsonObject *obj, const char *path, const char *field, gboolean nullable,
@@ -571,7 +600,8 @@ vpPlanReadPolicy(JsonObject *obj, vpPolicy *policy, GError **error)
 static gboolean
 vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **error)
 {
-    static const char *const keys[] = {"vcpu", "pu", "core", "l3", "numa", "package", NULL};
+    static const char *const keys[] = {"vcpu", "cpu", "core", "l3", "numa", "package", NULL};
+    static const char *const legacy_keys[] = {"vcpu", "pu", "core", "l3", "numa", "package", NULL};
     JsonNode *node = vpPlanMember(obj, "vcpus", error);
     JsonArray *arr;
     guint n, i;
@@ -598,6 +628,7 @@ vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **err
         g_autofree char *where = g_strdup_printf("vcpus[%u]", i);
         JsonNode *elem = json_array_get_element(arr, i);
         JsonObject *vobj;
+        const char *cpu;
         gint64 v;
 
         if (!JSON_NODE_HOLDS_OBJECT(elem)) {
@@ -605,17 +636,18 @@ vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **err
             return FALSE;
         }
         vobj = json_node_get_object(elem);
-        if (!vpJsonCheckKeys(vobj, where, keys, error))
+        cpu = vpPlanLegacyName(vobj, "cpu", "pu");
+        if (!vpJsonCheckKeys(vobj, where, strcmp(cpu, "pu") ? keys : legacy_keys, error))
             return FALSE;
         if (!vpPlanGetInt(vobj, path, "vcpu", i, i, &v, error))
             return FALSE;
-        if (!vpPlanGetInt(vobj, path, "pu", -1, VP_PLAN_MAX_CPU, &v, error))
+        if (!vpPlanGetIndex(vobj, path, cpu, VP_PLAN_MAX_CPU, &v, error))
             return FALSE;
         (*plan)->vcpu_pu[i] = v;
         /* Derived from the topology when written; checked for type only, since a ledger
          * must survive the logical indexes shifting when CPUs go offline. */
         for (const char *const *k = keys + 2; *k; k++) {
-            if (!vpPlanGetInt(vobj, path, *k, -1, INT_MAX, &v, error))
+            if (!vpPlanGetIndex(vobj, path, *k, INT_MAX, &v, error))
                 return FALSE;
         }
     }
@@ -652,7 +684,8 @@ vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
 static gboolean
 vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
 {
-    static const char *const keys[] = {"cell", "vcpus", "node", NULL};
+    static const char *const keys[] = {"cell", "vcpus", "numa", NULL};
+    static const char *const legacy_keys[] = {"cell", "vcpus", "node", NULL};
     JsonNode *node = json_object_get_member(obj, "guest_cells");
     unsigned n = vpLocalitySplit(plan->policy.locality);
     JsonArray *arr;
@@ -676,7 +709,7 @@ vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
         g_autoptr(vpBitmap) set = NULL;
         JsonNode *elem = json_array_get_element(arr, k);
         JsonObject *cobj;
-        const char *list;
+        const char *list, *numa;
         gint64 v;
 
         if (!JSON_NODE_HOLDS_OBJECT(elem)) {
@@ -684,9 +717,10 @@ vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
             return FALSE;
         }
         cobj = json_node_get_object(elem);
-        if (!vpJsonCheckKeys(cobj, where, keys, error) ||
+        numa = vpPlanLegacyName(cobj, "numa", "node");
+        if (!vpJsonCheckKeys(cobj, where, strcmp(numa, "node") ? keys : legacy_keys, error) ||
             !vpPlanGetInt(cobj, path, "cell", k, k, &v, error) ||
-            !vpPlanGetInt(cobj, path, "node", 0, VP_PLAN_MAX_CPU, &v, error) ||
+            !vpPlanGetInt(cobj, path, numa, 0, VP_PLAN_MAX_CPU, &v, error) ||
             !vpPlanGetString(cobj, path, "vcpus", FALSE, &list, error))
             return FALSE;
         if (!(set = vpCpuListParse(field, list, error)))
@@ -826,7 +860,8 @@ vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
 static gboolean
 vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
 {
-    static const char *const keys[] = {"domain",
+    static const char *const keys[] = {"format",
+                                       "domain",
                                        "group",
                                        "policy",
                                        "how",
@@ -854,6 +889,10 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
     int i;
 
     if (!vpJsonCheckKeys(obj, "plan", keys, error))
+        return FALSE;
+    /* present where the plan is a document of its own (plan --json), absent in a ledger */
+    if (json_object_has_member(obj, "format") &&
+        !vpPlanGetInt(obj, "", "format", VP_JSON_FORMAT, VP_JSON_FORMAT, &v, error))
         return FALSE;
     if (!vpPlanGetString(obj, "", "group", TRUE, &group, error))
         return FALSE;
@@ -900,7 +939,7 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
         return FALSE;
     }
     (*plan)->level = i;
-    if (!vpPlanGetInt(obj, "", "level_index", -1, INT_MAX, &v, error))
+    if (!vpPlanGetIndex(obj, "", "level_index", INT_MAX, &v, error))
         return FALSE;
     (*plan)->level_index = v;
 

@@ -638,6 +638,11 @@ vcpusJson(const vpPlan *plan, const vpTopology *topo)
             setGroup(o, topo, core, VP_LEVEL_L3, "l3");
             setGroup(o, topo, core, VP_LEVEL_NUMA, "numa");
             setGroup(o, topo, core, VP_LEVEL_PACKAGE, "package");
+        } else {
+            for (const char *const *k =
+                     (const char *const[]){"core", "l3", "numa", "package", NULL};
+                 *k; k++)
+                json_object_set_null_member(o, *k);
         }
         json_array_add_object_element(a, o);
     }
@@ -646,14 +651,11 @@ vcpusJson(const vpPlan *plan, const vpTopology *topo)
     return node;
 }
 
+/* A CPU list is a string, "" when empty, as in a plan (vcpuplace-json(7)). */
 static void
 setCpus(JsonObject *o, const char *member, hwloc_const_bitmap_t set)
 {
-    if (!set || hwloc_bitmap_iszero(set)) {
-        json_object_set_null_member(o, member);
-        return;
-    }
-    g_autofree char *list = vpCpuListFormat(set);
+    g_autofree char *list = set ? vpCpuListFormat(set) : g_strdup("");
     json_object_set_string_member(o, member, list);
 }
 
@@ -662,7 +664,7 @@ domainJson(const vpManager *m, const vpDomRecord *rec)
 {
     JsonObject *o = json_object_new();
     gint64 now = g_get_monotonic_time();
-    json_object_set_string_member(o, "name", rec->name);
+    json_object_set_string_member(o, "domain", rec->name);
     json_object_set_string_member(o, "state", vpDomStateName(rec->state));
     json_object_set_double_member(o, "state_age_s", (now - rec->since) / 1e6);
     if (rec->error)

@@ -233,7 +233,7 @@ addThreads(vpDaemon *d, JsonArray *doms)
         if (!json_object_has_member(dom, "vcpus") || g_strcmp0(state, "reserved") == 0)
             continue;
         g_autoptr(vpVcpuThreads) t =
-            vpVcpuThreadsFind(rundir, "/proc", json_object_get_string_member(dom, "name"), NULL);
+            vpVcpuThreadsFind(rundir, "/proc", json_object_get_string_member(dom, "domain"), NULL);
         if (!t)
             continue;
         json_object_set_int_member(dom, "pid", t->pid);

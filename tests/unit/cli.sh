@@ -79,10 +79,10 @@ printf '{"op":"start","name":"a","vcpus":4,"smt":"pack"}\n{"op":"start","name":"
   > "$tmp/trace.jsonl"
 check "simulate" 0 "admitted_before_first_refusal" "$cli" simulate --topology "$topo" \
   --save-ledger "$tmp/ledger.json" "$tmp/trace.jsonl"
-check "plan with ledger avoids held PUs" 0 '"pu" : 8' \
+check "plan with ledger avoids held PUs" 0 '"cpu" : 8' \
   "$cli" plan --json --topology "$topo" --ledger "$tmp/ledger.json" "$tmp/ok.xml"
 check "topology shows owners" 0 "0:a/0" "$cli" topology --topology "$topo" --ledger "$tmp/ledger.json"
-check "topology --json" 0 '"owner" : "a"' "$cli" topology --json --topology "$topo" \
+check "topology --json" 0 '"domain" : "a"' "$cli" topology --json --topology "$topo" \
   --ledger "$tmp/ledger.json"
 check "ledger naming PUs the topology lacks" 1 "$tmp/ledger.json" \
   "$cli" plan --topology "synthetic:pack:1 core:1 pu:1" --ledger "$tmp/ledger.json" "$tmp/ok.xml"
