@@ -230,9 +230,7 @@ vpPlanFormatSet(hwloc_const_bitmap_t set)
     return vpCpuListFormat(set);
 }
 
-/* Topology coordinates of Linux CPU os: core, then group per level (the NUMA node by its
- * Linux number, as nodesets and numactl name it); -1 where unknown. */
-static void
+void
 vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa, int *package)
 {
     const vpCore *c = NULL;
