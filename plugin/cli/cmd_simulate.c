@@ -66,6 +66,10 @@ report(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, const char *outcome,
     } else if (plan) {
         g_autoptr(vpBitmap) cpus = hwloc_bitmap_alloc();
         g_autofree char *list = NULL;
+        g_autofree char *where =
+            plan->level_index >= 0
+                ? g_strdup_printf("%s %d", vpLevelName(plan->level), plan->level_index)
+                : g_strdup(vpLevelName(plan->level));
 
         for (unsigned i = 0; i < plan->nvcpus; i++) {
             if (plan->vcpu_pu[i] >= 0)
@@ -76,10 +80,10 @@ report(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, const char *outcome,
             printf("%6u move  %-16s vcpu %u: cpu %u -> cpu %u (%s)\n", lineno,
                    plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
                    plan->moves[i].to, plan->moves[i].reason);
-        printf("%6u start %-16s %2u vCPU%-1s smt=%-7s %s: %s %d cpus %s%s%s\n", lineno, ev->name,
+        printf("%6u start %-16s %2u vCPU%-1s smt=%-7s %s: %s cpus %s%s%s\n", lineno, ev->name,
                ev->req->vcpus, vpCliPlural(ev->req->vcpus), vpSmtName(ev->req->policy.smt), outcome,
-               vpLevelName(plan->level), plan->level_index, list,
-               plan->degraded ? "; degraded: " : "", plan->degraded ? plan->degraded_reason : "");
+               where, list, plan->degraded ? "; degraded: " : "",
+               plan->degraded ? plan->degraded_reason : "");
     } else {
         printf("%6u start %-16s %2u vCPU%-1s smt=%-7s %s: %s\n", lineno, ev->name, ev->req->vcpus,
                vpCliPlural(ev->req->vcpus), vpSmtName(ev->req->policy.smt), outcome, reason);
