@@ -99,8 +99,7 @@ describeJson(const char *name, const vpPlan *plan, gboolean done)
     }
     json_builder_end_object(b);
     g_autoptr(JsonNode) root = json_builder_get_root(b);
-    g_autofree char *text = json_to_string(root, TRUE);
-    printf("%s\n", text);
+    vpCliPrintJson(root);
 }
 
 static void

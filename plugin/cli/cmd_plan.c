@@ -40,7 +40,7 @@ vpCmdPlan(int argc, char **argv)
         "Place one domain on a topology without applying it (DOMAIN.xml \"-\": standard input).\n"
         "Exit status: 0 placed, 2 refused by policy, 1 bad input.");
     g_option_context_add_main_entries(octx, entries, NULL);
-    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    vpCliAddOptions(octx, &opts);
     if (!g_option_context_parse(octx, &argc, &argv, &error)) {
         vpCliError("plan", error);
         return VP_EXIT_ERROR;
@@ -70,8 +70,21 @@ vpCmdPlan(int argc, char **argv)
         return VP_EXIT_ERROR;
     }
     if (!(plan = vpPlaceCompact(topo, ledger, req, &compact, &error))) {
+        gboolean refused = g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED);
+
         vpCliError("plan", error);
-        return g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED) ? VP_EXIT_REFUSED : VP_EXIT_ERROR;
+        /* a script reading stdout learns why as well as the exit status */
+        if (opts.json && refused) {
+            g_autoptr(JsonObject) o = json_object_new();
+            g_autoptr(JsonNode) node = json_node_new(JSON_NODE_OBJECT);
+
+            json_object_set_string_member(o, "domain", req->name);
+            json_object_set_boolean_member(o, "refused", TRUE);
+            json_object_set_string_member(o, "error", error->message);
+            json_node_set_object(node, o);
+            vpCliPrintJson(node);
+        }
+        return refused ? VP_EXIT_REFUSED : VP_EXIT_ERROR;
     }
     if (opts.json) {
         g_autoptr(JsonNode) node = vpPlanToJson(plan, topo);

@@ -242,7 +242,7 @@ vpCmdPolicy(int argc, char **argv)
         {"dry-run", 'n', 0, G_OPTION_ARG_NONE, &run.dry_run,
          "show what would be written, write nothing", NULL},
         {"json", 0, 0, G_OPTION_ARG_NONE, &run.json,
-         "print the policy as JSON (an array with several domains or a glob)", NULL},
+         "print the policy as JSON (in \"domains\" with several domains or a glob)", NULL},
         G_OPTION_ENTRY_NULL,
     };
     g_autoptr(GOptionContext) ctx =
@@ -272,7 +272,7 @@ vpCmdPolicy(int argc, char **argv)
     g_autoptr(GPtrArray) doms = resolveDomains(conn, argv + 1, argc - 1, &err);
     if (!doms)
         return vpLiveFail("policy", err);
-    /* One plain name keeps the single object older scripts read. */
+    /* One plain name gives the domain's object itself, as older scripts read it. */
     gboolean many = argc > 2 || strpbrk(argv[1], "*?[") != NULL;
     g_autoptr(JsonArray) out = json_array_new();
     int status = VP_EXIT_OK;
@@ -282,11 +282,11 @@ vpCmdPolicy(int argc, char **argv)
             status = rc;
     }
     if (run.json && (many || json_array_get_length(out) > 0)) {
-        g_autoptr(JsonNode) root = json_node_new(JSON_NODE_ARRAY);
-        json_node_set_array(root, out);
-        JsonNode *print = many ? root : json_array_get_element(out, 0);
-        g_autofree char *text = json_to_string(print, TRUE);
-        printf("%s\n", text);
+        g_autoptr(JsonObject) all = json_object_new();
+        g_autoptr(JsonNode) root = json_node_new(JSON_NODE_OBJECT);
+        json_object_set_array_member(all, "domains", json_array_ref(out));
+        json_node_set_object(root, all);
+        vpCliPrintJson(many ? root : json_array_get_element(out, 0));
     }
     return status;
 }

@@ -73,8 +73,7 @@ vpCmdRebalance(int argc, char **argv)
     }
     if (json) {
         json_object_remove_member(o, "ok");
-        g_autofree char *text = json_to_string(reply, TRUE);
-        printf("%s\n", text);
+        vpCliPrintJson(reply);
         return failed ? VP_EXIT_ERROR : VP_EXIT_OK;
     }
     if (!moves || json_array_get_length(moves) == 0)

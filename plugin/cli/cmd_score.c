@@ -2,16 +2,17 @@
  * vcpuplace score: feeds the outcome of another placer (a benchmark baseline) through the
  * scorer that `vcpuplace simulate` uses, so that every placer's figures are computed by the
  * same code. The outcome file is JSON lines, one per trace event:
- *   {"op":"start","name":"vm1","vcpus":2,"smt":"spread","group":"g1","threads":2,
+ *   {"op":"start","domain":"vm1","vcpus":2,"smt":"spread","group":"g1","threads":2,
  *    "coresched":"group","cpus":[0,16],"reserved":[],"us":12.5}
- *   {"op":"start","name":"vm3","vcpus":2,"smt":"isolate","cpus":[2,4],
- *    "moves":[{"name":"vm1","from":16,"to":17}],"us":30}
- *   {"op":"start","name":"vm2","vcpus":4,"smt":"pack","refused":true,"us":3.1}
- *   {"op":"stop","name":"vm1"}
+ *   {"op":"start","domain":"vm3","vcpus":2,"smt":"isolate","cpus":[2,4],
+ *    "moves":[{"domain":"vm1","from":16,"to":17}],"us":30}
+ *   {"op":"start","domain":"vm2","vcpus":4,"smt":"pack","refused":true,"us":3.1}
+ *   {"op":"stop","domain":"vm1"}
  * "cpus" is the Linux CPU of each vCPU, "reserved" the CPUs held idle, "us" the decision
  * time, "coresched" (default vm) decides with "group" who trusts whom, "moves" the running
  * vCPUs re-pinned (Linux CPUs) to make room before this start. A stop of a VM that is not running
- * (it was refused) is ignored, as in simulate.
+ * (it was refused) is ignored, as in simulate. "name" for "domain", as outcomes said before
+ * the JSON format 1, is still read.
  */
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -94,7 +95,7 @@ moveCpu(JsonObject *mobj, guint i, const char *key, unsigned *out, GError **erro
 static gboolean
 scoreMoves(vpScore *score, JsonObject *obj, GError **error)
 {
-    static const char *const keys[] = {"name", "from", "to", NULL};
+    static const char *const keys[] = {"domain", "name", "from", "to", NULL};
     JsonNode *node = json_object_get_member(obj, "moves");
     JsonArray *arr;
 
@@ -115,8 +116,7 @@ scoreMoves(vpScore *score, JsonObject *obj, GError **error)
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"moves\"[%u] is not an object", i);
             return FALSE;
         }
-        if (!vpJsonCheckKeys(mobj, "move", keys, error) ||
-            !(vm = vpTraceGetString(mobj, "name", error)) ||
+        if (!vpJsonCheckKeys(mobj, "move", keys, error) || !(vm = vpTraceGetDomain(mobj, error)) ||
             !moveCpu(mobj, i, "from", &from, error) || !moveCpu(mobj, i, "to", &to, error) ||
             !vpScoreMoved(score, vm, from, to, error))
             return FALSE;
@@ -127,9 +127,9 @@ scoreMoves(vpScore *score, JsonObject *obj, GError **error)
 static gboolean
 scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
 {
-    static const char *const keys[] = {"op",        "name",    "vcpus", "smt",      "group",
-                                       "threads",   "refused", "cpus",  "reserved", "us",
-                                       "coresched", "moves",   NULL};
+    static const char *const keys[] = {"op",    "domain",    "name",    "vcpus", "smt",
+                                       "group", "threads",   "refused", "cpus",  "reserved",
+                                       "us",    "coresched", "moves",   NULL};
     vpPolicy policy;
     const char *coresched = NULL;
     unsigned vcpus = 0, threads = 1;
@@ -221,7 +221,7 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
 static gboolean
 scoreLine(vpScore *score, const char *line, GError **error)
 {
-    static const char *const stop_keys[] = {"op", "name", NULL};
+    static const char *const stop_keys[] = {"op", "domain", "name", NULL};
     g_autoptr(JsonNode) root = NULL;
     JsonObject *obj;
     const char *op, *name;
@@ -233,11 +233,10 @@ scoreLine(vpScore *score, const char *line, GError **error)
         return FALSE;
     }
     obj = json_node_get_object(root);
-    if (!(op = vpTraceGetString(obj, "op", error)) ||
-        !(name = vpTraceGetString(obj, "name", error)))
+    if (!(op = vpTraceGetString(obj, "op", error)) || !(name = vpTraceGetDomain(obj, error)))
         return FALSE;
     if (!*name) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"name\" must not be empty");
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"domain\" must not be empty");
         return FALSE;
     }
     if (strcmp(op, "start") == 0)
@@ -285,7 +284,7 @@ vpCmdScore(int argc, char **argv)
     g_option_context_set_summary(octx, "Score another placer's outcomes (JSON lines of starts "
                                        "with their CPUs, refusals and stops) with the metrics "
                                        "of `vcpuplace simulate`.");
-    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    vpCliAddOptions(octx, &opts);
     if (!g_option_context_parse(octx, &argc, &argv, &error)) {
         vpCliError("score", error);
         return VP_EXIT_ERROR;
@@ -315,19 +314,7 @@ vpCmdScore(int argc, char **argv)
         root = json_builder_get_root(b);
         vpCliPrintJson(root);
     } else {
-        JsonObject *m = json_node_get_object(metrics);
-        g_autoptr(GList) keys = json_object_get_members(m);
-
-        printf("metrics:\n");
-        for (GList *l = keys; l; l = l->next) {
-            JsonNode *v = json_object_get_member(m, l->data);
-
-            if (json_node_get_value_type(v) == G_TYPE_DOUBLE)
-                printf("  %-34s %g\n", (const char *)l->data, json_node_get_double(v));
-            else
-                printf("  %-34s %" G_GINT64_FORMAT "\n", (const char *)l->data,
-                       json_node_get_int(v));
-        }
+        vpCliPrintMetrics(metrics);
     }
     return VP_EXIT_OK;
 }

@@ -44,7 +44,7 @@ report(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, const char *outcome,
         json_builder_add_int_value(sim->events, lineno);
         json_builder_set_member_name(sim->events, "op");
         json_builder_add_string_value(sim->events, ev->op == VP_TRACE_START ? "start" : "stop");
-        json_builder_set_member_name(sim->events, "name");
+        json_builder_set_member_name(sim->events, "domain");
         json_builder_add_string_value(sim->events, ev->name);
         json_builder_set_member_name(sim->events, "outcome");
         json_builder_add_string_value(sim->events, outcome);
@@ -66,6 +66,10 @@ report(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, const char *outcome,
     } else if (plan) {
         g_autoptr(vpBitmap) cpus = hwloc_bitmap_alloc();
         g_autofree char *list = NULL;
+        g_autofree char *where =
+            plan->level_index >= 0
+                ? g_strdup_printf("%s %d", vpLevelName(plan->level), plan->level_index)
+                : g_strdup(vpLevelName(plan->level));
 
         for (unsigned i = 0; i < plan->nvcpus; i++) {
             if (plan->vcpu_pu[i] >= 0)
@@ -76,13 +80,13 @@ report(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, const char *outcome,
             printf("%6u move  %-16s vcpu %u: cpu %u -> cpu %u (%s)\n", lineno,
                    plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
                    plan->moves[i].to, plan->moves[i].reason);
-        printf("%6u start %-16s %2u vCPUs smt=%-7s %s: %s %d cpus %s%s%s\n", lineno, ev->name,
-               ev->req->vcpus, vpSmtName(ev->req->policy.smt), outcome, vpLevelName(plan->level),
-               plan->level_index, list, plan->degraded ? "; degraded: " : "",
+        printf("%6u start %-16s %2u vCPU%-1s smt=%-7s %s: %s cpus %s%s%s\n", lineno, ev->name,
+               ev->req->vcpus, vpCliPlural(ev->req->vcpus), vpSmtName(ev->req->policy.smt), outcome,
+               where, list, plan->degraded ? "; degraded: " : "",
                plan->degraded ? plan->degraded_reason : "");
     } else {
-        printf("%6u start %-16s %2u vCPUs smt=%-7s %s: %s\n", lineno, ev->name, ev->req->vcpus,
-               vpSmtName(ev->req->policy.smt), outcome, reason);
+        printf("%6u start %-16s %2u vCPU%-1s smt=%-7s %s: %s\n", lineno, ev->name, ev->req->vcpus,
+               vpCliPlural(ev->req->vcpus), vpSmtName(ev->req->policy.smt), outcome, reason);
     }
 }
 
@@ -231,7 +235,7 @@ vpCmdSimulate(int argc, char **argv)
     g_option_context_set_summary(octx, "Replay a JSON-lines trace of starts and stops through "
                                        "the placer, and score the result.");
     g_option_context_add_main_entries(octx, entries, NULL);
-    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    vpCliAddOptions(octx, &opts);
     if (!g_option_context_parse(octx, &argc, &argv, &error)) {
         vpCliError("simulate", error);
         return VP_EXIT_ERROR;
@@ -281,15 +285,8 @@ vpCmdSimulate(int argc, char **argv)
         vpCliPrintJson(root);
     } else {
         g_autoptr(JsonNode) metrics = vpScoreToJson(score);
-        JsonObject *m = json_node_get_object(metrics);
-        g_autoptr(GList) keys = json_object_get_members(m);
 
-        printf("metrics:\n");
-        for (GList *l = keys; l; l = l->next) {
-            g_autofree char *v = json_to_string(json_object_get_member(m, l->data), FALSE);
-
-            printf("  %-34s %s\n", (const char *)l->data, v);
-        }
+        vpCliPrintMetrics(metrics);
         printNodes(topo, ledger);
     }
     return VP_EXIT_OK;

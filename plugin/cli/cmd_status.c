@@ -73,7 +73,7 @@ printDomain(JsonObject *dom)
     JsonNode *deg = json_object_get_member(dom, "degraded");
     gboolean degraded =
         deg && json_node_get_value_type(deg) == G_TYPE_BOOLEAN && json_node_get_boolean(deg);
-    printf("%s: %s, %s%s\n", str(dom, "name", "?"), str(dom, "state", "?"),
+    printf("%s: %s, %s%s\n", str(dom, "domain", "?"), str(dom, "state", "?"),
            str(dom, "how", "nothing held"), degraded ? ", DEGRADED" : "");
     g_autofree char *pid = vpLiveIntText(dom, "pid");
     if (strcmp(pid, "-") != 0)
@@ -140,8 +140,7 @@ vpCmdStatus(int argc, char **argv)
     JsonObject *o = json_node_get_object(reply);
     if (json) {
         json_object_remove_member(o, "ok");
-        g_autofree char *text = json_to_string(reply, TRUE);
-        printf("%s\n", text);
+        vpCliPrintJson(reply);
         return VP_EXIT_OK;
     }
     printf("vcpuplaced: libvirt %s (%s), topology %s\n", str(o, "uri", "?"),

@@ -98,7 +98,7 @@ show(vpTop *t, gboolean once)
     json_object_remove_member(o, "ok");
     t->interval_s = dbl(o, "interval_s");
     if (t->json) {
-        g_autofree char *text = json_to_string(reply, once);
+        g_autofree char *text = vpCliJsonText(reply, once);
         printf("%s\n", text);
     } else {
         if (!once)

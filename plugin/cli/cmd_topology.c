@@ -68,12 +68,17 @@ printText(const vpTopology *topo, const vpLedger *ledger)
     g_autofree char *hk = vpCpuListFormat(vpTopologyHousekeeping(topo));
     g_autofree char *offline = vpCpuListFormat(vpTopologyOffline(topo));
 
-    printf("%s: %d packages, %d NUMA nodes, %d L3, %d cores, %d PUs (SMT%d)\n",
-           vpTopologyGetSource(topo), vpTopologyNGroups(topo, VP_LEVEL_PACKAGE),
-           vpTopologyNGroups(topo, VP_LEVEL_NUMA), vpTopologyNGroups(topo, VP_LEVEL_L3),
-           vpTopologyNCores(topo), vpTopologyNPUs(topo), vpTopologyMaxSMT(topo));
-    printf("usable %s; housekeeping %s; offline %s\n", *usable ? usable : "none", *hk ? hk : "none",
-           *offline ? offline : "none");
+    int npackages = vpTopologyNGroups(topo, VP_LEVEL_PACKAGE);
+    int nnodes = vpTopologyNGroups(topo, VP_LEVEL_NUMA);
+    int nl3 = vpTopologyNGroups(topo, VP_LEVEL_L3);
+    int ncores = vpTopologyNCores(topo), ncpus = vpTopologyNPUs(topo);
+
+    printf("%s: %d package%s, %d NUMA node%s, %d L3 group%s, %d core%s, %d CPU%s (SMT%d)\n",
+           vpTopologyGetSource(topo), npackages, vpCliPlural(npackages), nnodes,
+           vpCliPlural(nnodes), nl3, vpCliPlural(nl3), ncores, vpCliPlural(ncores), ncpus,
+           vpCliPlural(ncpus), vpTopologyMaxSMT(topo));
+    printf("usable %s; housekeeping (hk) %s; offline %s\n", *usable ? usable : "none",
+           *hk ? hk : "none", *offline ? offline : "none");
     for (int c = 0; c < vpTopologyNCores(topo); c++) {
         const vpCore *core = vpTopologyCore(topo, c);
         g_autoptr(GString) line = g_string_new(NULL);
@@ -128,7 +133,7 @@ toJson(const vpTopology *topo, const vpLedger *ledger)
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "numa");
         json_builder_add_int_value(b, g->os);
-        json_builder_set_member_name(b, "pus");
+        json_builder_set_member_name(b, "usable_cpus");
         json_builder_add_int_value(b, g->npus);
         json_builder_set_member_name(b, "memory");
         if (g->memory)
@@ -149,7 +154,7 @@ toJson(const vpTopology *topo, const vpLedger *ledger)
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
-    json_builder_set_member_name(b, "pus");
+    json_builder_set_member_name(b, "cpus");
     json_builder_begin_array(b);
     for (int pu = 0; pu < vpTopologyNPUs(topo); pu++) {
         const vpPU *p = vpTopologyPU(topo, pu);
@@ -173,13 +178,16 @@ toJson(const vpTopology *topo, const vpLedger *ledger)
         }
         json_builder_set_member_name(b, "usable");
         json_builder_add_boolean_value(b, p->usable);
-        json_builder_set_member_name(b, "owner");
+        json_builder_set_member_name(b, "domain");
         if (owner.domain)
             json_builder_add_string_value(b, owner.domain);
         else
             json_builder_add_null_value(b);
         json_builder_set_member_name(b, "kind");
-        json_builder_add_string_value(b, vpOwnKindName(owner.kind));
+        json_builder_add_string_value(
+            b, !owner.domain && hwloc_bitmap_isset(vpTopologyHousekeeping(topo), p->os)
+                   ? "housekeeping"
+                   : vpOwnKindName(owner.kind));
         if (owner.kind == VP_OWN_VCPU) {
             json_builder_set_member_name(b, "vcpu");
             json_builder_add_int_value(b, owner.vcpu);
@@ -271,7 +279,7 @@ vpCmdTopology(int argc, char **argv)
 
     g_option_context_set_summary(octx, "Draw the host: packages > NUMA > L3 > cores > PUs.");
     g_option_context_add_main_entries(octx, entries, NULL);
-    g_option_context_add_group(octx, vpCliOptionGroup(&opts));
+    vpCliAddOptions(octx, &opts);
     if (!g_option_context_parse(octx, &argc, &argv, &error)) {
         vpCliError("topology", error);
         return VP_EXIT_ERROR;

@@ -5,6 +5,7 @@
 #include "cli/common.h"
 
 #include "conf/conf.h"
+#include "core/jsonkeys.h"
 #include "host/ledgerfile.h"
 #include "core/request.h"
 #include "host/hwtopo.h"
@@ -12,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-GOptionGroup *
-vpCliOptionGroup(vpCliOptions *opts)
+void
+vpCliAddOptions(GOptionContext *ctx, vpCliOptions *opts)
 {
     GOptionEntry entries[] = {
         {"topology", 't', 0, G_OPTION_ARG_STRING, &opts->topology,
@@ -24,16 +25,14 @@ vpCliOptionGroup(vpCliOptions *opts)
          "CPUs never handed out (host threads, emulators)", "LIST"},
         {"node-memory", 0, 0, G_OPTION_ARG_STRING, &opts->node_memory,
          "memory of each NUMA node the topology gives none (e.g. 64GiB)", "SIZE"},
-        {"config", 'c', 0, G_OPTION_ARG_FILENAME, &opts->config,
+        {"config", 0, 0, G_OPTION_ARG_FILENAME, &opts->config,
          "vcpuplaced.conf whose [policy] group gives the defaults", "FILE"},
         {"json", 0, 0, G_OPTION_ARG_NONE, &opts->json, "print JSON", NULL},
         G_OPTION_ENTRY_NULL,
     };
-    GOptionGroup *group = g_option_group_new("common", "Topology and defaults",
-                                             "Show topology and default options", NULL, NULL);
-
-    g_option_group_add_entries(group, entries);
-    return group;
+    /* main entries, so that each command's --help lists them (a group shows only under
+     * --help-all) */
+    g_option_context_add_main_entries(ctx, entries, NULL);
 }
 
 vpTopology *
@@ -116,14 +115,54 @@ vpCliError(const char *cmd, const GError *error)
     fprintf(stderr, "vcpuplace %s: %s\n", cmd, error->message);
 }
 
+char *
+vpCliJsonText(JsonNode *node, gboolean pretty)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = NULL;
+
+    /* every document leads with its format (vcpuplace-json(7)); the daemon's replies already
+     * carry it */
+    if (JSON_NODE_HOLDS_OBJECT(node) &&
+        !json_object_has_member(json_node_get_object(node), "format")) {
+        JsonObject *src = json_node_get_object(node);
+        g_autoptr(JsonObject) obj = json_object_new();
+        g_autoptr(GList) members = json_object_get_members(src);
+
+        json_object_set_int_member(obj, "format", VP_JSON_FORMAT);
+        for (GList *l = members; l; l = l->next)
+            json_object_set_member(obj, l->data, json_object_dup_member(src, l->data));
+        root = json_node_init_object(json_node_alloc(), obj);
+    } else {
+        root = json_node_copy(node);
+    }
+    json_generator_set_pretty(gen, pretty);
+    json_generator_set_root(gen, root);
+    return json_generator_to_data(gen, NULL);
+}
+
+void
+vpCliPrintMetrics(JsonNode *metrics)
+{
+    JsonObject *m = json_node_get_object(metrics);
+    g_autoptr(GList) keys = json_object_get_members(m);
+
+    printf("metrics:\n");
+    for (GList *l = keys; l; l = l->next) {
+        JsonNode *v = json_object_get_member(m, l->data);
+
+        /* %g: 0.4 and 18.725 as people write them, not the shortest exact double */
+        if (json_node_get_value_type(v) == G_TYPE_DOUBLE)
+            printf("  %-34s %g\n", (const char *)l->data, json_node_get_double(v));
+        else
+            printf("  %-34s %" G_GINT64_FORMAT "\n", (const char *)l->data, json_node_get_int(v));
+    }
+}
+
 void
 vpCliPrintJson(JsonNode *node)
 {
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autofree char *text = NULL;
+    g_autofree char *text = vpCliJsonText(node, TRUE);
 
-    json_generator_set_pretty(gen, TRUE);
-    json_generator_set_root(gen, node);
-    text = json_generator_to_data(gen, NULL);
     printf("%s\n", text);
 }

@@ -19,8 +19,9 @@ typedef struct {
     gboolean json;
 } vpCliOptions;
 
-/* GOptionEntry table for the fields above (static storage bound to opts). */
-GOptionGroup *vpCliOptionGroup(vpCliOptions *opts);
+/* Adds the options for the fields above to ctx's own (bound to opts). -c is --connect in
+ * every command that talks to libvirt, as in virsh, so --config has no short form. */
+void vpCliAddOptions(GOptionContext *ctx, vpCliOptions *opts);
 vpTopology *vpCliLoadTopology(const vpCliOptions *opts, GError **error);
 gboolean vpCliLoadDefaults(const vpCliOptions *opts, vpPolicy *defaults, GError **error);
 void vpCliOptionsClear(vpCliOptions *opts);
@@ -28,7 +29,18 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpCliOptions, vpCliOptionsClear)
 /* The ledger named by --ledger (which must exist: an empty host in place of a mistyped
  * path would place as if nothing ran), or an empty one when path is NULL. */
 vpLedger *vpCliLoadLedger(const vpTopology *topo, const char *path, GError **error);
+/* "s" after a count other than 1: "1 package", "2 packages". */
+static inline const char *
+vpCliPlural(gint64 n)
+{
+    return n == 1 ? "" : "s";
+}
 /* Prints "vcpuplace CMD: message" to stderr. */
 void vpCliError(const char *cmd, const GError *error);
-/* Prints a JSON node to stdout, pretty, with a newline. */
+/* The text of a JSON document, with a leading "format" member (VP_JSON_FORMAT) added to an
+ * object that lacks one. */
+char *vpCliJsonText(JsonNode *node, gboolean pretty);
+/* Prints the score's metrics object as "metrics:" and one "  name value" line each. */
+void vpCliPrintMetrics(JsonNode *metrics);
+/* Prints a JSON document (as vpCliJsonText) to stdout, pretty, with a newline. */
 void vpCliPrintJson(JsonNode *node);

@@ -23,10 +23,7 @@ vpLiveAddOptions(GOptionContext *ctx, vpLiveOptions *o)
         {"connect", 'c', 0, G_OPTION_ARG_STRING, &o->uri, "libvirt URI", "URI"},
         G_OPTION_ENTRY_NULL,
     };
-    GOptionGroup *group = g_option_group_new(
-        "live", "Daemon and libvirt:", "Show daemon and libvirt options", NULL, NULL);
-    g_option_group_add_entries(group, entries);
-    g_option_context_add_group(ctx, group);
+    g_option_context_add_main_entries(ctx, entries, NULL);
 }
 
 gboolean

@@ -12,12 +12,13 @@
 
 #define VP_TRACE_MAX_VCPUS 4096
 
-/* A start event's keys: six for the request, then (policy_keys) the policy attributes. */
+/* A start event's keys: eight for the request (the domain as "domain" or, as before the JSON
+ * format 1, "name"), then (policy_keys) the policy attributes. */
 static const char *const start_keys[] = {
-    "op",    "name",      "vcpus",    "threads",  "cores",     "sockets", "memory", "smt",
-    "group", "coresched", "locality", "emulator", "rebalance", "unmet",   NULL};
-static const char *const *const policy_keys = start_keys + 7;
-static const char *const stop_keys[] = {"op", "name", NULL};
+    "op",  "domain", "name",      "vcpus",    "threads",  "cores",     "sockets", "memory",
+    "smt", "group",  "coresched", "locality", "emulator", "rebalance", "unmet",   NULL};
+static const char *const *const policy_keys = start_keys + 8;
+static const char *const stop_keys[] = {"op", "domain", "name", NULL};
 
 gboolean
 vpTraceGetUInt(JsonObject *obj, const char *key, unsigned max, unsigned *out, GError **error)
@@ -51,6 +52,17 @@ vpTraceGetString(JsonObject *obj, const char *key, GError **error)
         return NULL;
     }
     return json_node_get_string(node);
+}
+
+const char *
+vpTraceGetDomain(JsonObject *obj, GError **error)
+{
+    if (json_object_has_member(obj, "domain") && json_object_has_member(obj, "name")) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "\"domain\" and \"name\" both given; \"name\" is its older spelling");
+        return NULL;
+    }
+    return vpTraceGetString(obj, json_object_has_member(obj, "name") ? "name" : "domain", error);
 }
 
 static gboolean
@@ -121,12 +133,11 @@ vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev, G
         return FALSE;
     }
     obj = json_node_get_object(root);
-    if (!(op = vpTraceGetString(obj, "op", error)) ||
-        !(name = vpTraceGetString(obj, "name", error)))
+    if (!(op = vpTraceGetString(obj, "op", error)) || !(name = vpTraceGetDomain(obj, error)))
         return FALSE;
     if (!validName(name)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"name\": '%s' is not a valid domain name",
-                    name);
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "\"domain\": '%s' is not a valid domain name", name);
         return FALSE;
     }
     ev->name = g_strdup(name);

@@ -30,3 +30,6 @@ void vpTraceEventClear(vpTraceEvent *ev);
 gboolean vpTraceGetUInt(JsonObject *obj, const char *key, unsigned max, unsigned *out,
                         GError **error);
 const char *vpTraceGetString(JsonObject *obj, const char *key, GError **error);
+/* The event's domain: "domain", or "name" as traces said before the JSON format 1; not
+ * both. */
+const char *vpTraceGetDomain(JsonObject *obj, GError **error);

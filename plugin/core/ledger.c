@@ -12,8 +12,6 @@
 
 #include <string.h>
 
-#define VP_LEDGER_VERSION 1
-
 struct _vpLedger {
     const vpTopology *topo;
     int npus;
@@ -678,8 +676,8 @@ vpLedgerToJson(const vpLedger *ledger)
     guint i;
 
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, VP_LEDGER_VERSION);
+    json_builder_set_member_name(b, "format");
+    json_builder_add_int_value(b, VP_JSON_FORMAT);
     json_builder_set_member_name(b, "domains");
     json_builder_begin_array(b);
     for (i = 0; i < names->len; i++) {
@@ -695,7 +693,9 @@ vpLedgerToJson(const vpLedger *ledger)
 vpLedger *
 vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
 {
-    static const char *const keys[] = {"version", "domains", NULL};
+    static const char *const keys[] = {"format", "domains", NULL};
+    static const char *const legacy_keys[] = {"version", "domains", NULL};
+    const char *format;
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     JsonObject *obj;
     JsonNode *member;
@@ -707,15 +707,20 @@ vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
         return NULL;
     }
     obj = json_node_get_object(node);
-    member = json_object_get_member(obj, "version");
+    /* Ledgers before the common JSON vocabulary said "version": 1, and their plans "pu" for
+     * a CPU and -1 for none: the plan reader takes both spellings, so an upgrade keeps it. */
+    format = json_object_has_member(obj, "version") && !json_object_has_member(obj, "format")
+                 ? "version"
+                 : "format";
+    member = json_object_get_member(obj, format);
     if (!member || !JSON_NODE_HOLDS_VALUE(member) ||
         json_node_get_value_type(member) != G_TYPE_INT64 ||
-        json_node_get_int(member) != VP_LEDGER_VERSION) {
+        json_node_get_int(member) != VP_JSON_FORMAT) {
         g_autofree char *shown = member ? json_to_string(member, FALSE) : g_strdup("missing");
 
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "version=%.40s is not supported (this build reads version %d)", shown,
-                    VP_LEDGER_VERSION);
+                    "%s=%.40s is not supported (this build reads format %d)", format, shown,
+                    VP_JSON_FORMAT);
         return NULL;
     }
     member = json_object_get_member(obj, "domains");
@@ -723,7 +728,7 @@ vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domains is missing or not an array");
         return NULL;
     }
-    if (!vpJsonCheckKeys(obj, "ledger", keys, error))
+    if (!vpJsonCheckKeys(obj, "ledger", strcmp(format, "format") ? legacy_keys : keys, error))
         return NULL;
 
     domains = json_node_get_array(member);

@@ -116,5 +116,9 @@ vpGuestCells *vpPlanGuestCells(const vpPlan *plan, const vpTopology *topo);
 /* JSON object in the stable format of golden files and `vcpuplace plan --json`. */
 JsonNode *vpPlanToJson(const vpPlan *plan, const vpTopology *topo);
 vpPlan *vpPlanFromJson(JsonNode *node, GError **error);
+/* Topology coordinates of Linux CPU os as every document gives them: the core, L3 group
+ * and package by index, the NUMA node by its Linux number (as nodesets and numactl name
+ * it); -1 where unknown. */
+void vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa, int *package);
 /* Human-readable, one vCPU per line with core / L3 / NUMA. */
 char *vpPlanFormat(const vpPlan *plan, const vpTopology *topo);

@@ -504,6 +504,7 @@ foldVcpu(vpPressure *p, const vpLedger *ledger, const vpPressureSample *s, PURaw
     if (s->have & VP_HAVE_SCHEDSTAT) {
         run = fraction(s->run_ns, s->interval_ns);
         wait = fraction(s->wait_ns, s->interval_ns);
+        st->pub.wait_seconds += s->wait_ns / 1e9;
     }
     if (s->have & VP_HAVE_SWITCHES)
         wakeups = s->voluntary / secs;

@@ -92,6 +92,7 @@ typedef struct {
     double forceidle;     /* smoothed */
     double corun_foreign; /* smoothed: its run overlapping foreign load on its siblings */
     double last_wait;     /* newest interval, unsmoothed */
+    double wait_seconds;  /* run delay measured since it appeared, moves included */
     unsigned intervals;   /* intervals seen since it appeared or was moved */
 } vpVcpuPressure;
 

@@ -544,7 +544,7 @@ vpCookiesAddStatus(const vpCookies *c, JsonObject *reply, JsonArray *domains)
     json_object_set_member(reply, "coresched", vpCookiesSummaryJson(c));
     for (guint i = 0; i < json_array_get_length(domains); i++) {
         JsonObject *dom = json_array_get_object_element(domains, i);
-        JsonNode *node = vpCookiesDomainJson(c, json_object_get_string_member(dom, "name"));
+        JsonNode *node = vpCookiesDomainJson(c, json_object_get_string_member(dom, "domain"));
         if (node)
             json_object_set_member(dom, "coresched", node);
         else

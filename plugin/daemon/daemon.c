@@ -179,6 +179,8 @@ metricsSources(vpDaemon *d)
         .cookies = d->cookies,
         .connected = vpDaemonConnected(d),
         .save_failures = d->save_failures,
+        .refusals = d->refusals,
+        .capacity = d->capacity,
     };
 }
 
@@ -228,6 +230,7 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     d->attempts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->timers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->listeners = g_array_new(FALSE, FALSE, sizeof(vpListener));
+    d->capacity = vpCapacityCacheNew();
     d->reserve_ttl_us = VP_RESERVE_TTL_US;
     d->expire_id = g_timeout_add(VP_EXPIRE_PERIOD_MS, expireTimeout, d);
     d->srv = vpServerNew(d->cfg->socket, vpOpsHandle, d, error);
@@ -258,6 +261,7 @@ vpDaemonFree(vpDaemon *d)
     if (!d)
         return;
     vpBalanceFree(d->balance);
+    vpCapacityCacheFree(d->capacity);
     /* Before the connection: the hotplug watcher deregisters its QEMU events on it. */
     vpHotplugFree(d->hotplug);
     vpCookiesFree(d->cookies);

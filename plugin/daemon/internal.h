@@ -10,6 +10,7 @@
 #include "daemon/cookies.h"
 #include "daemon/daemon.h"
 #include "daemon/hotplug.h"
+#include "daemon/metrics.h"
 #include "daemon/server.h"
 #include "libvirt/connection.h"
 
@@ -40,6 +41,8 @@ struct _vpDaemon {
     vpHotplug *hotplug;
     GPtrArray *handoffs;     /* GSource: the socket thread's work waiting for the main loop */
     gboolean metrics_warned; /* the textfile could not be written (said once) */
+    guint refusals[VP_REFUSAL_LAST]; /* the hook's reserves answered no, atomic */
+    vpCapacityCache *capacity;       /* the capacity gauges, while the ledger stays */
 };
 
 /* Why a domain is to be synced. */

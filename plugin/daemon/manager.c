@@ -622,36 +622,29 @@ policyJson(const vpPolicy *p)
 }
 
 static void
-setGroup(JsonObject *o, const vpTopology *topo, const vpCore *core, vpLevel level,
-         const char *member)
+setIndex(JsonObject *o, const char *member, int value)
 {
-    int idx = core->group[level];
-    if (idx < 0)
+    if (value < 0)
         json_object_set_null_member(o, member);
     else
-        json_object_set_int_member(o, member, vpTopologyGroup(topo, level, idx)->os);
+        json_object_set_int_member(o, member, value);
 }
 
+/* The plan's coordinates (vpPlanLocate), so that status and plan agree on every member. */
 static JsonNode *
 vcpusJson(const vpPlan *plan, const vpTopology *topo)
 {
     JsonArray *a = json_array_new();
     for (unsigned i = 0; i < plan->nvcpus; i++) {
         JsonObject *o = json_object_new();
+        int core, l3, numa, package;
+        vpPlanLocate(topo, plan->vcpu_pu[i], &core, &l3, &numa, &package);
         json_object_set_int_member(o, "vcpu", i);
-        int pu = plan->vcpu_pu[i] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[i]) : -1;
-        if (plan->vcpu_pu[i] < 0)
-            json_object_set_null_member(o, "cpu");
-        else
-            json_object_set_int_member(o, "cpu", plan->vcpu_pu[i]);
-        if (pu >= 0) {
-            const vpPU *p = vpTopologyPU(topo, pu);
-            const vpCore *core = vpTopologyCore(topo, p->core);
-            json_object_set_int_member(o, "core", p->core);
-            setGroup(o, topo, core, VP_LEVEL_L3, "l3");
-            setGroup(o, topo, core, VP_LEVEL_NUMA, "numa");
-            setGroup(o, topo, core, VP_LEVEL_PACKAGE, "package");
-        }
+        setIndex(o, "cpu", plan->vcpu_pu[i]);
+        setIndex(o, "core", core);
+        setIndex(o, "l3", l3);
+        setIndex(o, "numa", numa);
+        setIndex(o, "package", package);
         json_array_add_object_element(a, o);
     }
     JsonNode *node = json_node_init_array(json_node_alloc(), a);
@@ -659,14 +652,11 @@ vcpusJson(const vpPlan *plan, const vpTopology *topo)
     return node;
 }
 
+/* A CPU list is a string, "" when empty, as in a plan (vcpuplace-json(7)). */
 static void
 setCpus(JsonObject *o, const char *member, hwloc_const_bitmap_t set)
 {
-    if (!set || hwloc_bitmap_iszero(set)) {
-        json_object_set_null_member(o, member);
-        return;
-    }
-    g_autofree char *list = vpCpuListFormat(set);
+    g_autofree char *list = set ? vpCpuListFormat(set) : g_strdup("");
     json_object_set_string_member(o, member, list);
 }
 
@@ -675,7 +665,7 @@ domainJson(const vpManager *m, const vpDomRecord *rec)
 {
     JsonObject *o = json_object_new();
     gint64 now = g_get_monotonic_time();
-    json_object_set_string_member(o, "name", rec->name);
+    json_object_set_string_member(o, "domain", rec->name);
     json_object_set_string_member(o, "state", vpDomStateName(rec->state));
     json_object_set_double_member(o, "state_age_s", (now - rec->since) / 1e6);
     if (rec->error)

@@ -4,6 +4,7 @@
  * label values the double quote.
  */
 #include "daemon/metrics.h"
+#include "core/capacity.h"
 #include "core/pressure.h"
 
 #include <math.h>
@@ -147,6 +148,21 @@ vpMetricsWriteFile(const char *path, const char *text, GError **error)
 
 /* ---- vcpuplaced's families ------------------------------------------------------------ */
 
+/* Series are keyed by what stays (domain, vCPU, CPU, shape): what changes, such as the CPU a
+ * vCPU runs on, is a value, so that a move starts no new series. */
+
+static const char *const refusalNames[VP_REFUSAL_LAST] = {
+    [VP_REFUSAL_POLICY] = "policy",
+    [VP_REFUSAL_INVALID] = "invalid",
+    [VP_REFUSAL_FAILURE] = "failure",
+};
+
+const char *
+vpRefusalName(vpRefusal r)
+{
+    return r < VP_REFUSAL_LAST ? refusalNames[r] : NULL;
+}
+
 static void
 declareFamilies(vpMetrics *m)
 {
@@ -157,6 +173,12 @@ declareFamilies(vpMetrics *m)
                      "Smoothed fraction of wall time the vCPU thread ran");
     vpMetricsDeclare(m, "vcpuplace_vcpu_wakeups_per_second", "gauge",
                      "Smoothed wakeups of the vCPU thread per second (its voluntary switches)");
+    vpMetricsDeclare(m, "vcpuplace_vcpu_wait_seconds_total", "counter",
+                     "Time the vCPU thread was runnable but waited for a CPU (run delay, "
+                     "schedstat), measured since vcpuplaced first saw it");
+    vpMetricsDeclare(m, "vcpuplace_vcpu_cpu", "gauge",
+                     "The host CPU (Linux number) the vCPU's plan pins it to; absent while "
+                     "unpinned");
     vpMetricsDeclare(m, "vcpuplace_vcpu_moves_total", "counter",
                      "Moves of the vCPU by the rebalancer since vcpuplaced started");
     vpMetricsDeclare(m, "vcpuplace_domain_wait_ratio", "gauge",
@@ -178,40 +200,49 @@ declareFamilies(vpMetrics *m)
     vpMetricsDeclare(m, "vcpuplace_domains", "gauge", "Managed domains by state");
     vpMetricsDeclare(m, "vcpuplace_monitored_threads", "gauge", "vCPU threads measured");
     vpMetricsDeclare(m, "vcpuplace_intervals_total", "counter", "Intervals measured");
-    vpMetricsDeclare(m, "vcpuplace_moves_total", "counter", "vCPU moves committed");
+    vpMetricsDeclare(m, "vcpuplace_moves_total", "counter", "vCPU moves committed, by reason");
     vpMetricsDeclare(m, "vcpuplace_move_failures_total", "counter",
-                     "Move decisions libvirt did not take");
+                     "Move decisions libvirt did not take, by reason");
+    vpMetricsDeclare(m, "vcpuplace_refusals_total", "counter",
+                     "Starts the hook's reserve refused, by reason (policy: the placer; "
+                     "invalid: the domain XML or metadata; failure: anything else)");
     vpMetricsDeclare(m, "vcpuplace_reloads_total", "counter", "Configuration reloads");
     vpMetricsDeclare(m, "vcpuplace_libvirt_connected", "gauge", "1 while libvirt is connected");
     vpMetricsDeclare(m, "vcpuplace_interval_seconds", "gauge", "Sampling interval");
     vpMetricsDeclare(m, "vcpuplace_tick_seconds", "gauge",
                      "Time the last interval's sampling and pass took");
+    vpMetricsDeclare(m, "vcpuplace_build_info", "gauge", "1, labelled with vcpuplaced's version");
+    vpMetricsDeclare(m, "vcpuplace_capacity_vms", "gauge",
+                     "How many more VMs of the shape (vcpus, smt) the host takes now, by "
+                     "repeated placement on a copy of the ledger (as vcpuplace capacity)");
+    vpMetricsDeclare(m, "vcpuplace_capacity_node_vms", "gauge",
+                     "Of vcpuplace_capacity_vms, those that fit within the NUMA node (Linux "
+                     "number)");
+    vpMetricsDeclare(m, "vcpuplace_capacity_spanning_vms", "gauge",
+                     "Of vcpuplace_capacity_vms, those that fit only over several NUMA nodes");
 }
 
 static void
 addVcpus(vpMetrics *m, const vpMetricsSources *src)
 {
-    const vpTopology *topo = vpManagerTopology(src->mgr);
     const vpPressure *p = vpBalancePressure(src->balance);
-    char buf[2][24];
+    char vcpu[24];
 
     g_autoptr(GPtrArray) vcpus = vpPressureVcpus(p);
     for (guint i = 0; i < vcpus->len; i++) {
         const vpVcpuPressure *v = vcpus->pdata[i];
-        g_snprintf(buf[0], sizeof(buf[0]), "%d", v->vcpu);
-        if (v->pu >= 0)
-            g_snprintf(buf[1], sizeof(buf[1]), "%u", vpTopologyPU(topo, v->pu)->os);
-        else
-            g_strlcpy(buf[1], "", sizeof(buf[1]));
-        vpMetricsAdd(m, "vcpuplace_vcpu_wait_ratio", v->wait, "domain", v->domain, "vcpu", buf[0],
-                     "cpu", buf[1], NULL);
-        vpMetricsAdd(m, "vcpuplace_vcpu_run_ratio", v->run, "domain", v->domain, "vcpu", buf[0],
-                     "cpu", buf[1], NULL);
+        g_snprintf(vcpu, sizeof(vcpu), "%d", v->vcpu);
+        vpMetricsAdd(m, "vcpuplace_vcpu_wait_ratio", v->wait, "domain", v->domain, "vcpu", vcpu,
+                     NULL);
+        vpMetricsAdd(m, "vcpuplace_vcpu_run_ratio", v->run, "domain", v->domain, "vcpu", vcpu,
+                     NULL);
         vpMetricsAdd(m, "vcpuplace_vcpu_wakeups_per_second", v->wakeups, "domain", v->domain,
-                     "vcpu", buf[0], "cpu", buf[1], NULL);
+                     "vcpu", vcpu, NULL);
+        vpMetricsAdd(m, "vcpuplace_vcpu_wait_seconds_total", v->wait_seconds, "domain", v->domain,
+                     "vcpu", vcpu, NULL);
         vpMetricsAdd(m, "vcpuplace_vcpu_moves_total",
                      vpBalanceMoves(src->balance, v->domain, v->vcpu), "domain", v->domain, "vcpu",
-                     buf[0], NULL);
+                     vcpu, NULL);
     }
 }
 
@@ -234,6 +265,15 @@ addDomains(vpMetrics *m, const vpMetricsSources *src)
                      "coresched", plan ? vpCoreschedName(plan->policy.coresched) : "", "rebalance",
                      plan ? vpRebalanceName(plan->policy.rebalance) : "", NULL);
         vpMetricsAdd(m, "vcpuplace_domain_degraded", plan && plan->degraded, "domain", name, NULL);
+        for (unsigned v = 0; plan && v < plan->nvcpus; v++) {
+            char vcpu[24];
+
+            if (plan->vcpu_pu[v] < 0)
+                continue;
+            g_snprintf(vcpu, sizeof(vcpu), "%u", v);
+            vpMetricsAdd(m, "vcpuplace_vcpu_cpu", plan->vcpu_pu[v], "domain", name, "vcpu", vcpu,
+                         NULL);
+        }
         const char *cstate = vpCookiesDomainState(src->cookies, name);
         if (cstate)
             vpMetricsAdd(m, "vcpuplace_domain_cookie", 1, "domain", name, "state", cstate, NULL);
@@ -281,6 +321,83 @@ addDaemon(vpMetrics *m, const vpMetricsSources *src)
     vpMetricsAdd(m, "vcpuplace_socket_idle_closed_total", st->closed_idle, NULL);
 }
 
+struct _vpCapacityCache {
+    char *key; /* the ledger and the defaults the figures were computed for */
+    vpCapacity *cap;
+};
+
+vpCapacityCache *
+vpCapacityCacheNew(void)
+{
+    return g_new0(vpCapacityCache, 1);
+}
+
+void
+vpCapacityCacheFree(vpCapacityCache *cache)
+{
+    if (!cache)
+        return;
+    g_free(cache->key);
+    vpCapacityFree(cache->cap);
+    g_free(cache);
+}
+
+/* The capacity gauges, from core/capacity.c as `vcpuplace capacity` computes them, for its
+ * default vCPU counts. A failure leaves the family without samples and is logged. */
+static void
+addCapacity(vpMetrics *m, const vpMetricsSources *src)
+{
+    const vpTopology *topo = vpManagerTopology(src->mgr);
+    const vpLedger *ledger = vpManagerLedger(src->mgr);
+    const vpPolicy *defaults = vpManagerDefaults(src->mgr);
+    g_autoptr(vpCapacity) fresh = NULL;
+    const vpCapacity *cap = src->capacity ? src->capacity->cap : NULL;
+    g_autoptr(JsonNode) held = vpLedgerToJson(ledger);
+    g_autofree char *ledger_text = json_to_string(held, FALSE);
+    g_autofree char *key =
+        g_strdup_printf("%p %s %s %s %s %s %s %s", (const void *)topo, ledger_text,
+                        vpSmtName(defaults->smt), defaults->group ? defaults->group : "",
+                        vpCoreschedName(defaults->coresched), vpLocalityName(defaults->locality),
+                        vpEmulatorName(defaults->emulator), vpRebalanceName(defaults->rebalance));
+
+    if (!cap || g_strcmp0(key, src->capacity->key) != 0) {
+        g_autoptr(GArray) counts = vpCapacityParseVcpus(VP_CAPACITY_DEFAULT_VCPUS, NULL);
+        g_autoptr(GError) err = NULL;
+
+        if (!(fresh = vpCapacityCompute(topo, ledger, defaults, counts, &err))) {
+            g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_EVENT", "metrics",
+                             "MESSAGE", "capacity gauges not computed: %s", err->message);
+            return;
+        }
+        cap = fresh;
+        if (src->capacity) {
+            vpCapacityFree(src->capacity->cap);
+            src->capacity->cap = g_steal_pointer(&fresh);
+            g_free(src->capacity->key);
+            src->capacity->key = g_steal_pointer(&key);
+        }
+    }
+    for (guint i = 0; i < cap->nshapes; i++) {
+        const vpCapacityShape *s = &cap->shapes[i];
+        char vcpus[24], numa[24];
+
+        g_snprintf(vcpus, sizeof(vcpus), "%u", s->vcpus);
+        vpMetricsAdd(m, "vcpuplace_capacity_vms", s->host, "vcpus", vcpus, "smt", vpSmtName(s->smt),
+                     NULL);
+        vpMetricsAdd(m, "vcpuplace_capacity_spanning_vms", s->spanning, "vcpus", vcpus, "smt",
+                     vpSmtName(s->smt), NULL);
+        for (int n = 0; n < cap->nnodes; n++) {
+            const vpGroup *g = vpTopologyGroup(topo, VP_LEVEL_NUMA, n);
+
+            if (g->made_up)
+                continue;
+            g_snprintf(numa, sizeof(numa), "%u", g->os);
+            vpMetricsAdd(m, "vcpuplace_capacity_node_vms", s->nodes[n], "vcpus", vcpus, "smt",
+                         vpSmtName(s->smt), "numa", numa, NULL);
+        }
+    }
+}
+
 char *
 vpMetricsCollect(const vpMetricsSources *src)
 {
@@ -295,12 +412,17 @@ vpMetricsCollect(const vpMetricsSources *src)
     vpMetricsAdd(m, "vcpuplace_usable_cpus", hwloc_bitmap_weight(vpTopologyUsableSet(topo)), NULL);
     vpMetricsAdd(m, "vcpuplace_monitored_threads", fig.monitored, NULL);
     vpMetricsAdd(m, "vcpuplace_intervals_total", fig.intervals, NULL);
-    vpMetricsAdd(m, "vcpuplace_moves_total", fig.moves_total, NULL);
-    vpMetricsAdd(m, "vcpuplace_move_failures_total", fig.failed_total, NULL);
+    vpMetricsAdd(m, "vcpuplace_moves_total", fig.moves_total, "reason", "rebalance", NULL);
+    vpMetricsAdd(m, "vcpuplace_move_failures_total", fig.failed_total, "reason", "rebalance", NULL);
+    for (int r = 0; r < VP_REFUSAL_LAST; r++)
+        vpMetricsAdd(m, "vcpuplace_refusals_total", src->refusals ? src->refusals[r] : 0, "reason",
+                     vpRefusalName(r), NULL);
     vpMetricsAdd(m, "vcpuplace_reloads_total", fig.reloads, NULL);
     vpMetricsAdd(m, "vcpuplace_libvirt_connected", src->connected, NULL);
     vpMetricsAdd(m, "vcpuplace_interval_seconds", src->cfg->interval_ms / 1000.0, NULL);
     vpMetricsAdd(m, "vcpuplace_tick_seconds", fig.tick_us / 1e6, NULL);
+    vpMetricsAdd(m, "vcpuplace_build_info", 1, "version", PROJECT_VERSION, NULL);
+    addCapacity(m, src);
     addDaemon(m, src);
     return vpMetricsText(m);
 }

@@ -33,6 +33,24 @@ char *vpMetricsText(const vpMetrics *m);
 gboolean vpMetricsWriteFile(const char *path, const char *text, GError **error);
 
 /* What vcpuplaced's exposition is made of; all borrowed. */
+/* Why the hook's reserve was answered no: vcpuplace_refusals_total{reason}. */
+typedef enum {
+    VP_REFUSAL_POLICY,  /* the placer: the policy cannot be met on this host now */
+    VP_REFUSAL_INVALID, /* the domain XML or its policy metadata is wrong */
+    VP_REFUSAL_FAILURE, /* anything else (the refusal of a failing daemon) */
+    VP_REFUSAL_LAST,
+} vpRefusal;
+
+const char *vpRefusalName(vpRefusal r);
+
+/* The capacity gauges' last figures, kept while the ledger and defaults stay the same:
+ * repeated placement is too dear for every interval on a large host. */
+typedef struct _vpCapacityCache vpCapacityCache;
+
+vpCapacityCache *vpCapacityCacheNew(void);
+void vpCapacityCacheFree(vpCapacityCache *cache);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpCapacityCache, vpCapacityCacheFree)
+
 typedef struct {
     const vpConfig *cfg;
     const vpManager *mgr;
@@ -41,6 +59,8 @@ typedef struct {
     gboolean connected;  /* libvirt */
     guint save_failures; /* consecutive failed ledger saves */
     vpServerStats socket;
+    const guint *refusals;     /* VP_REFUSAL_LAST counters, or NULL: none counted */
+    vpCapacityCache *capacity; /* NULL: computed afresh */
 } vpMetricsSources;
 
 /* vcpuplaced's families: per vCPU, per domain, per CPU and the daemon's totals (caller

@@ -78,6 +78,16 @@ replyFromError(const GError *err)
     return vpProtoReplyError(err->message, refused);
 }
 
+static vpRefusal
+refusalOf(const GError *err)
+{
+    if (err->domain == VP_ERROR && err->code == VP_ERROR_REFUSED)
+        return VP_REFUSAL_POLICY;
+    if (err->domain == VP_ERROR && err->code == VP_ERROR_INVALID)
+        return VP_REFUSAL_INVALID;
+    return VP_REFUSAL_FAILURE;
+}
+
 /* Domain names come from libvirt's hook arguments and are echoed into logs and JSON only;
  * still, one without printable characters is nobody's domain. */
 static const char *
@@ -233,7 +243,7 @@ addThreads(vpDaemon *d, JsonArray *doms)
         if (!json_object_has_member(dom, "vcpus") || g_strcmp0(state, "reserved") == 0)
             continue;
         g_autoptr(vpVcpuThreads) t =
-            vpVcpuThreadsFind(rundir, "/proc", json_object_get_string_member(dom, "name"), NULL);
+            vpVcpuThreadsFind(rundir, "/proc", json_object_get_string_member(dom, "domain"), NULL);
         if (!t)
             continue;
         json_object_set_int_member(dom, "pid", t->pid);
@@ -456,6 +466,8 @@ vpOpsHandle(JsonObject *req, vpServerCall *call, vpServerAfter *after, gpointer 
         g_mutex_lock(&d->lock);
         JsonNode *reply = op->run(d, req, after, &err);
         g_mutex_unlock(&d->lock);
+        if (!reply && strcmp(name, "reserve") == 0)
+            g_atomic_int_inc(&d->refusals[refusalOf(err)]);
         return reply ? reply : replyFromError(err);
     }
     vpOperatorCall *oc = g_new0(vpOperatorCall, 1);

@@ -5,6 +5,7 @@
  */
 #include "proto/proto.h"
 
+#include "core/jsonkeys.h"
 #include "core/jsonparse.h"
 
 #include <gio/gunixsocketaddress.h>
@@ -77,6 +78,7 @@ vpProtoReplyOk(JsonObject **object)
 {
     JsonObject *obj = json_object_new();
     json_object_set_boolean_member(obj, "ok", TRUE);
+    json_object_set_int_member(obj, "format", VP_JSON_FORMAT);
     JsonNode *node = json_node_init_object(json_node_alloc(), obj);
     if (object)
         *object = obj;
@@ -91,6 +93,7 @@ vpProtoReplyError(const char *message, gboolean refused)
     json_object_set_boolean_member(obj, "ok", FALSE);
     json_object_set_string_member(obj, "error", message);
     json_object_set_boolean_member(obj, "refused", refused);
+    json_object_set_int_member(obj, "format", VP_JSON_FORMAT);
     JsonNode *node = json_node_init_object(json_node_alloc(), obj);
     json_object_unref(obj);
     return node;

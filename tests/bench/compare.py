@@ -91,10 +91,10 @@ def simulate_outcome(sim, trace_path, out_path):
     with open(out_path, "w", encoding="utf-8") as out:
         for ev in sim["events"]:
             if ev["op"] == "stop":
-                out.write(json.dumps({"op": "stop", "name": ev["name"]}) + "\n")
+                out.write(json.dumps({"op": "stop", "name": ev["domain"]}) + "\n")
                 continue
-            ask = asks[ev["name"]]
-            rec = {"op": "start", "name": ev["name"], "vcpus": ask["vcpus"], "smt": ask["smt"],
+            ask = asks[ev["domain"]]
+            rec = {"op": "start", "name": ev["domain"], "vcpus": ask["vcpus"], "smt": ask["smt"],
                    "us": 0}
             for key in ("group", "coresched"):
                 if key in ask:
@@ -106,7 +106,7 @@ def simulate_outcome(sim, trace_path, out_path):
                 threads = plan.get("guest_topology", {}).get("threads") or ask.get("threads")
                 if threads:
                     rec["threads"] = threads
-                rec["cpus"] = [v["pu"] for v in sorted(plan["vcpus"], key=lambda v: v["vcpu"])]
+                rec["cpus"] = [v["cpu"] for v in sorted(plan["vcpus"], key=lambda v: v["vcpu"])]
                 rec["reserved"] = cpu_list(plan["reserved"])
                 if plan.get("moves"):
                     rec["moves"] = [{"name": m["domain"], "from": m["from"], "to": m["to"]}
@@ -180,7 +180,7 @@ def shared_vcpu_placements(outcome_path, topo):
     """Placements that put a vCPU on a core where another vCPU (of any VM, itself included)
     runs: what smt=isolate promises never to do, and the scorer does not look at (it
     judges pairs of VMs, not a VM's own siblings)."""
-    core_of = {pu["cpu"]: pu["core"] for pu in topo["pus"]}
+    core_of = {pu["cpu"]: pu["core"] for pu in topo["cpus"]}
     busy, held, count = {}, {}, 0
     with open(outcome_path, encoding="utf-8") as f:
         for line in f:
@@ -289,11 +289,11 @@ def compare_topology(args, source, pool):
     return slug, {
         "source": source,
         "name": name,
-        "pus": sum(1 for pu in topo["pus"] if pu["usable"]),
-        "cores": len({pu["core"] for pu in topo["pus"]}),
-        "numa_nodes": len({pu["numa"] for pu in topo["pus"]}),
-        "l3": len({pu["l3"] for pu in topo["pus"]}),
-        "packages": len({pu["package"] for pu in topo["pus"]}),
+        "pus": sum(1 for pu in topo["cpus"] if pu["usable"]),
+        "cores": len({pu["core"] for pu in topo["cpus"]}),
+        "numa_nodes": len({pu["numa"] for pu in topo["cpus"]}),
+        "l3": len({pu["l3"] for pu in topo["cpus"]}),
+        "packages": len({pu["package"] for pu in topo["cpus"]}),
         "smt": topo["smt"],
         "trace": trace_info,
         "metrics": metrics,

@@ -115,7 +115,7 @@ def main():
     args = ap.parse_args()
     with open(args.topology_json, encoding="utf-8") as f:
         topo = json.load(f)
-    pus = sum(1 for pu in topo["pus"] if pu["usable"])
+    pus = sum(1 for pu in topo["cpus"] if pu["usable"])
     host_smt = max(1, topo["smt"])
     events, fill = generate(pus, host_smt, args.seed, args.churn, args.memory_per_vcpu)
     with open(args.out, "w", encoding="utf-8") as out:

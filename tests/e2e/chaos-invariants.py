@@ -90,7 +90,7 @@ def main():
     status = json.loads(st.stdout)
     if not status.get("connected"):
         out.append("vcpuplaced is not connected to libvirt")
-    doms = {d["name"]: d for d in status.get("domains", [])}
+    doms = {d["domain"]: d for d in status.get("domains", [])}
     ls = subprocess.run(["virsh", "-q", "list", "--name"], capture_output=True, text=True)
     if ls.returncode:
         print(f"virsh list failed: {ls.stderr.strip()}")

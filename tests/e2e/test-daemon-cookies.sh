@@ -43,16 +43,16 @@ e2e_expect_eq "libvirt's sched_core read from the configured qemu.conf" none \
 # threads marked; QEMU may start or end helper threads after the daemon looked.
 for g in vpe2e-k-own vpe2e-k-off; do
     pid=$(e2e_qemu_pid "$g")
-    listed=$(jget "$json" "' '.join(str(t['tid']) for d in j['domains'] if d['name'] == '$g' for t in d['coresched']['threads'])")
+    listed=$(jget "$json" "' '.join(str(t['tid']) for d in j['domains'] if d['domain'] == '$g' for t in d['coresched']['threads'])")
     e2e_expect_match "$g: status lists the main thread" "(^| )$pid( |$)" "$listed"
     vcpu_tid=$(e2e_vcpu_threads "$pid" | awk '$1 == 0 { print $2 }')
     e2e_expect_eq "$g: vCPU 0's thread listed and marked as such" "$vcpu_tid" \
-        "$(jget "$json" "[t['tid'] for d in j['domains'] if d['name'] == '$g' for t in d['coresched']['threads'] if t['vcpu'] == 0][0]")"
+        "$(jget "$json" "[t['tid'] for d in j['domains'] if d['domain'] == '$g' for t in d['coresched']['threads'] if t['vcpu'] == 0][0]")"
 done
 e2e_expect_eq "vpe2e-k-own expects its own cookie on its vCPU thread" "vm:vpe2e-k-own" \
-    "$(jget "$json" "[t['expected'] for d in j['domains'] if d['name'] == 'vpe2e-k-own' for t in d['coresched']['threads'] if t['vcpu'] == 0][0]")"
+    "$(jget "$json" "[t['expected'] for d in j['domains'] if d['domain'] == 'vpe2e-k-own' for t in d['coresched']['threads'] if t['vcpu'] == 0][0]")"
 e2e_expect_eq "vpe2e-k-off (coresched=off, no cookie from libvirt) expects none" None \
-    "$(jget "$json" "[d['coresched']['set'] for d in j['domains'] if d['name'] == 'vpe2e-k-off'][0]")"
+    "$(jget "$json" "[d['coresched']['set'] for d in j['domains'] if d['domain'] == 'vpe2e-k-off'][0]")"
 
 case $kernel in
 unsupported | no-smt)
@@ -63,7 +63,7 @@ unsupported | no-smt)
     e2e_expect_eq "every thread of both guests reads '$kernel'" "$kernel" \
         "$(jget "$json" "' '.join(sorted(set(t['state'] for d in j['domains'] for t in d['coresched']['threads'])))")"
     e2e_expect_eq "each guest's reason is the kernel's" "$reason" \
-        "$(jget "$json" "[d['coresched']['reason'] for d in j['domains'] if d['name'] == 'vpe2e-k-own'][0]")"
+        "$(jget "$json" "[d['coresched']['reason'] for d in j['domains'] if d['domain'] == 'vpe2e-k-own'][0]")"
     text=$(vpd_status vpe2e-k-own)
     e2e_expect_match "status text: per thread expected and state" \
         "CPU 0/TCG +vm:vpe2e-k-own +- +$kernel" "$text"
@@ -81,10 +81,10 @@ unsupported | no-smt)
     ;;
 ok)
     e2e_expect_eq "vpe2e-k-own carries its own cookie" ok \
-        "$(jget "$json" "[d['coresched']['state'] for d in j['domains'] if d['name'] == 'vpe2e-k-own'][0]")"
+        "$(jget "$json" "[d['coresched']['state'] for d in j['domains'] if d['domain'] == 'vpe2e-k-own'][0]")"
     e2e_expect_eq "its vCPU thread carries the cookie the status names" \
-        "$(jget "$json" "[d['coresched']['cookie'] for d in j['domains'] if d['name'] == 'vpe2e-k-own'][0]")" \
-        "$(jget "$json" "[t['actual'] for d in j['domains'] if d['name'] == 'vpe2e-k-own' for t in d['coresched']['threads'] if t['vcpu'] == 0][0]")"
+        "$(jget "$json" "[d['coresched']['cookie'] for d in j['domains'] if d['domain'] == 'vpe2e-k-own'][0]")" \
+        "$(jget "$json" "[t['actual'] for d in j['domains'] if d['domain'] == 'vpe2e-k-own' for t in d['coresched']['threads'] if t['vcpu'] == 0][0]")"
     ;;
 *)
     e2e_fail "unexpected kernel state '$kernel'"

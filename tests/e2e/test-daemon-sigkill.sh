@@ -85,7 +85,7 @@ e2e_pass "status --json and every vCPU thread's /proc affinity agree, no CPU boo
 ledger_pus() { # file: "domain:pu,pu" per domain, sorted
     python3 -c 'import json,sys
 for d in sorted(json.load(open(sys.argv[1]))["domains"], key=lambda d: d["domain"]):
-    print(d["domain"] + ":" + ",".join(str(v["pu"]) for v in sorted(d["vcpus"], key=lambda v: v["vcpu"])))' "$1"
+    print(d["domain"] + ":" + ",".join(str(v["cpu"]) for v in sorted(d["vcpus"], key=lambda v: v["vcpu"])))' "$1"
 }
 ledger_saved() { [ "$(ledger_pus "$ledger")" = "vpe2e-d-k-a:$a"$'\n'"vpe2e-d-k-b:$b" ]; }
 vp_wait_until 10 ledger_saved || e2e_fail "the saved ledger says $(ledger_pus "$ledger" | paste -sd' '), expected vpe2e-d-k-a:$a vpe2e-d-k-b:$b"

@@ -136,7 +136,7 @@ e2e_pass "two libvirtd instances up, each with its own namespaces, vcpuplaced an
 status_json() { "$cli" status --json --config "$e2e_tmp/$1/vcpuplaced.conf"; }
 planned() { # host guest: "state cpu,cpu"
     status_json "$1" | python3 -c 'import json,sys
-d=[d for d in json.load(sys.stdin)["domains"] if d["name"]==sys.argv[1]]
+d=[d for d in json.load(sys.stdin)["domains"] if d["domain"]==sys.argv[1]]
 print(d[0]["state"] + " " + ",".join(str(v["cpu"]) for v in d[0]["vcpus"]) if d else "none")' "$2"
 }
 is_applied() { planned "$1" "$2" | grep -q '^applied '; }

@@ -36,8 +36,9 @@ conf=$("$dest$prefix/sbin/vcpuplaced" --help | sed -n 's/.*configuration file (d
 sysconf=$etc
 for f in "$sysconf/vcpuplace/vcpuplaced.conf" "$prefix/share/doc/vcpuplace/vcpuplaced.conf.example" \
     "$unitdir/vcpuplaced.service" "$prefix/share/vcpuplace/schemas/vcpuplace.rng" \
+    "$prefix/share/vcpuplace/schemas/vcpuplace.schema.json" \
     "$prefix/share/man/man1/vcpuplace.1" "$prefix/share/man/man8/vcpuplaced.8" \
-    "$prefix/share/man/man5/vcpuplaced.conf.5" "$prefix/share/man/man8/vcpuplace-hook.8" \
+    "$prefix/share/man/man5/vcpuplaced.conf.5" "$prefix/share/man/man8/vcpuplace-hook.8" "$prefix/share/man/man7/vcpuplace-json.7" \
     "$prefix/share/bash-completion/completions/vcpuplace"; do
     [ -f "$dest$f" ] || fail "$f not installed"
 done

@@ -67,8 +67,9 @@ for f in /usr/sbin/vcpuplaced /usr/bin/vcpuplace /etc/libvirt/hooks/qemu.d/vcpup
 done
 for f in /etc/vcpuplace/vcpuplaced.conf /lib/systemd/system/vcpuplaced.service \
     /usr/share/man/man1/vcpuplace.1.gz /usr/share/man/man8/vcpuplaced.8.gz \
-    /usr/share/man/man5/vcpuplaced.conf.5.gz /usr/share/man/man8/vcpuplace-hook.8.gz \
+    /usr/share/man/man5/vcpuplaced.conf.5.gz /usr/share/man/man8/vcpuplace-hook.8.gz /usr/share/man/man7/vcpuplace-json.7.gz \
     /usr/share/bash-completion/completions/vcpuplace /usr/share/vcpuplace/schemas/vcpuplace.rng \
+    /usr/share/vcpuplace/schemas/vcpuplace.schema.json \
     /usr/share/doc/vcpuplace/copyright; do
     [ -f "$f" ] || fail "$f not installed"
 done

@@ -49,15 +49,15 @@ def rgb(h):
 # The colours picture.c gives: domains in name order from its palette, then the marks.
 palette = ["#1f77b4", "#d62728", "#2ca02c"]
 RESERVED, HOUSEKEEPING, FREE = "#404040", "#ffe066", "#f0fff0"
-names = sorted({p["owner"] for p in doc["pus"] if p["owner"]})
+names = sorted({p["domain"] for p in doc["cpus"] if p["domain"]})
 colour = {n: rgb(palette[i]) for i, n in enumerate(names)}
 housekeeping = {int(c) for c in doc["housekeeping"].split(",") if c}
 
 def expected(p):
-    if p["owner"] and p["kind"] == "reserved":
-        return rgb(RESERVED), "reserved for " + p["owner"]
-    if p["owner"]:
-        return colour[p["owner"]], p["owner"]
+    if p["domain"] and p["kind"] == "reserved":
+        return rgb(RESERVED), "reserved for " + p["domain"]
+    if p["domain"]:
+        return colour[p["domain"]], p["domain"]
     if p["cpu"] in housekeeping:
         return rgb(HOUSEKEEPING), "housekeeping"
     return rgb(FREE), "free"
@@ -83,7 +83,7 @@ for y0 in range(H):
                     stack.append((nx, ny))
         if n >= 300:
             boxes.append((sx / n, sy / n, c))
-pus = sorted(doc["pus"], key=lambda p: p["cpu"])
+pus = sorted(doc["cpus"], key=lambda p: p["cpu"])
 assert len(boxes) == len(pus), "%d PU boxes in the picture, %d PUs" % (len(boxes), len(pus))
 # Columns of two (a core each), left to right; top to bottom inside a column.
 boxes.sort(key=lambda b: b[0])

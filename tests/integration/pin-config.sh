@@ -43,7 +43,7 @@ cpus = [v["cpu"] for v in pins["vcpus"]]
 assert [v["vcpu"] for v in pins["vcpus"]] == [0, 1, 2, 3], pins
 assert len(set(cpus)) == 4, pins
 plan = json.load(open(sys.argv[2]))["domains"][0]["plan"]
-assert cpus == [v["pu"] for v in sorted(plan["vcpus"], key=lambda v: v["vcpu"])], (pins, plan)
+assert cpus == [v["cpu"] for v in sorted(plan["vcpus"], key=lambda v: v["vcpu"])], (pins, plan)
 assert pins["emulator"] == (plan["emulator"] or None), (pins, plan)
 PY
 echo "pin-config: all checks passed"

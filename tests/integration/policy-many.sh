@@ -2,7 +2,7 @@
 # vcpuplace policy on several domains at once, through libvirt's test driver (a node file
 # with web1, web2, db1; each CLI run is a fresh test driver, so a run checks what libvirt
 # holds after its own writes, which the command reads back):
-#  - a glob and names, each domain once, in order; --json: one array;
+#  - a glob and names, each domain once, in order; --json: one object, its "domains" an array;
 #  - --dry-run prints the new policy and writes nothing (written: false, the next read in
 #    the same run, a plain show, is still the old one);
 #  - a glob matching nothing, or a missing name, is an error; a bad value is refused
@@ -16,7 +16,7 @@ tmp=$(mktemp -d /tmp/vp-policy.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 summary() { # domain:smt:written per element of a JSON array on stdin
-    python3 -c 'import json,sys; print(" ".join("%s:%s:%s" % (d["domain"], d["policy"]["smt"], d["written"]) for d in json.load(sys.stdin)))'
+    python3 -c 'import json,sys; print(" ".join("%s:%s:%s" % (d["domain"], d["policy"]["smt"], d["written"]) for d in json.load(sys.stdin)["domains"]))'
 }
 
 got=$("$cli" policy -c "$uri" 'web*' db1 web1 --smt=isolate --json | summary)

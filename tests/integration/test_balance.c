@@ -196,11 +196,14 @@ START_TEST(test_separate_overcommitted)
     /* metrics: the wait per vCPU, the hotspot */
     g_autofree char *prom = NULL;
     ck_assert_int_eq(cli(&prom, "metrics", NULL, NULL), 0);
-    ck_assert_msg(strstr(prom, "vcpuplace_vcpu_wait_ratio{domain=\"rb-a\",vcpu=\"0\",cpu=\"0\"} "
-                               "0.5\n"),
+    /* the vCPU's CPU is a value, not a label: a move starts no new series */
+    ck_assert_msg(strstr(prom, "vcpuplace_vcpu_wait_ratio{domain=\"rb-a\",vcpu=\"0\"} 0.5\n"), "%s",
+                  prom);
+    ck_assert_msg(strstr(prom, "vcpuplace_vcpu_cpu{domain=\"rb-a\",vcpu=\"0\"} "), "%s", prom);
+    ck_assert_msg(strstr(prom, "vcpuplace_vcpu_wait_seconds_total{domain=\"rb-a\",vcpu=\"0\"} "),
                   "%s", prom);
     ck_assert_msg(strstr(prom, "vcpuplace_cpu_hot{cpu=\"0\"} 1\n"), "%s", prom);
-    ck_assert_msg(strstr(prom, "vcpuplace_moves_total 0\n"), "%s", prom);
+    ck_assert_msg(strstr(prom, "vcpuplace_moves_total{reason=\"rebalance\"} 0\n"), "%s", prom);
     ck_assert_msg(strstr(prom, "vcpuplace_reloads_total 1\n"), "%s", prom);
     /* the cookie pass's verdict per domain (this kernel: no core scheduling, or not) */
     ck_assert_msg(strstr(prom, "vcpuplace_domain_cookie{domain=\"rb-a\",state=\""), "%s", prom);
@@ -238,7 +241,7 @@ START_TEST(test_separate_overcommitted)
     g_autofree char *count =
         g_strdup_printf("vcpuplace_vcpu_moves_total{domain=\"%s\",vcpu=\"0\"} 1\n", mover);
     ck_assert_msg(strstr(after, count), "%s", after);
-    ck_assert_msg(strstr(after, "vcpuplace_moves_total 1\n"), "%s", after);
+    ck_assert_msg(strstr(after, "vcpuplace_moves_total{reason=\"rebalance\"} 1\n"), "%s", after);
 
     /* apart and measured afresh: nothing more to do */
     g_autofree char *dry3 = NULL;
@@ -445,8 +448,8 @@ START_TEST(test_failed_move_rolled_back)
         .cookies = vpDaemonCookies(d),
         .connected = TRUE,
     });
-    ck_assert_msg(strstr(prom, "vcpuplace_move_failures_total 1\n") &&
-                      strstr(prom, "vcpuplace_moves_total 0\n"),
+    ck_assert_msg(strstr(prom, "vcpuplace_move_failures_total{reason=\"rebalance\"} 1\n") &&
+                      strstr(prom, "vcpuplace_moves_total{reason=\"rebalance\"} 0\n"),
                   "%s", prom);
 
     waitIdle(d);

@@ -94,7 +94,7 @@ domainIn(JsonNode *status, const char *name)
     JsonArray *doms = json_object_get_array_member(json_node_get_object(status), "domains");
     for (guint i = 0; i < json_array_get_length(doms); i++) {
         JsonObject *o = json_array_get_object_element(doms, i);
-        if (strcmp(json_object_get_string_member(o, "name"), name) == 0)
+        if (strcmp(json_object_get_string_member(o, "domain"), name) == 0)
             return o;
     }
     ck_abort_msg("domain %s not in the status", name);

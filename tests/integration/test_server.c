@@ -117,7 +117,7 @@ START_TEST(test_backlog)
     g_cond_broadcast(&gate_cond);
     g_mutex_unlock(&gate_lock);
     g_autofree char *reply = readLine(busy, 10000);
-    ck_assert_str_eq(reply, "{\"ok\":true}");
+    ck_assert_str_eq(reply, "{\"ok\":true,\"format\":1}");
     for (int i = 0; i < 200; i++)
         close(fds[i]);
     close(busy);
@@ -185,7 +185,7 @@ START_TEST(test_idle_timeout)
     int fd = connectTo(TRUE);
     sendAll(fd, "{\"op\":\"x\"}\n");
     g_autofree char *reply = readLine(fd, 10000);
-    ck_assert_str_eq(reply, "{\"ok\":true}");
+    ck_assert_str_eq(reply, "{\"ok\":true,\"format\":1}");
     g_autofree char *eof = readLine(fd, 10000);
     ck_assert_str_eq(eof, "");
     vpServerStats st;
@@ -206,7 +206,7 @@ START_TEST(test_hook_slots)
         general[i] = connectTo(TRUE);
         sendAll(general[i], "{\"op\":\"status\"}\n");
         g_autofree char *reply = readLine(general[i], 10000);
-        ck_assert_str_eq(reply, "{\"ok\":true}");
+        ck_assert_str_eq(reply, "{\"ok\":true,\"format\":1}");
     }
 
     int cli = connectTo(TRUE);
@@ -217,7 +217,7 @@ START_TEST(test_hook_slots)
     int hook = connectTo(TRUE);
     sendAll(hook, "{\"op\":\"release\",\"name\":\"vm\"}\n");
     g_autofree char *served = readLine(hook, 10000);
-    ck_assert_str_eq(served, "{\"ok\":true}");
+    ck_assert_str_eq(served, "{\"ok\":true,\"format\":1}");
 
     /* A hook slot that asks nothing is closed within its short limit. */
     int silent = connectTo(TRUE);
@@ -248,7 +248,7 @@ START_TEST(test_silent_make_room)
     int hook = connectTo(TRUE);
     sendAll(hook, "{\"op\":\"reserve\",\"name\":\"vm\"}\n");
     g_autofree char *served = readLine(hook, 10000);
-    ck_assert_str_eq(served, "{\"ok\":true}");
+    ck_assert_str_eq(served, "{\"ok\":true,\"format\":1}");
     vpServerStats st;
     vpServerGetStats(srv, &st);
     ck_assert_int_eq(st.refused_full, 0);

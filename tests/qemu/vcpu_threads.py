@@ -379,7 +379,7 @@ class Launch(unittest.TestCase):
         # The fields `vcpuplace plan --json` prints that the launcher reads.
         with open(self.plan, "w") as f:
             json.dump({"domain": "vm", "policy": {"coresched": "vm"},
-                       "vcpus": [{"vcpu": 0, "pu": b}, {"vcpu": 1, "pu": a}],
+                       "vcpus": [{"vcpu": 0, "cpu": b}, {"vcpu": 1, "cpu": a}],
                        "emulator": cpu_list(self.emulator)}, f)
 
     def tearDown(self):
@@ -463,8 +463,8 @@ class Launch(unittest.TestCase):
         with Qemu(prefix, ["-machine", "pc", "-accel", "tcg"]) as q:
             threads = q.vcpu_threads()
             for v in expected["vcpus"]:
-                if v["pu"] >= 0:
-                    self.assertEqual(cpus_allowed(threads[v["vcpu"]][0]), str(v["pu"]))
+                if v["cpu"] is not None:
+                    self.assertEqual(cpus_allowed(threads[v["vcpu"]][0]), str(v["cpu"]))
             if expected["emulator"]:
                 self.assertEqual(cpus_allowed(q.proc.pid),
                                  cpu_list(parse_list(expected["emulator"])))

@@ -79,10 +79,10 @@ printf '{"op":"start","name":"a","vcpus":4,"smt":"pack"}\n{"op":"start","name":"
   > "$tmp/trace.jsonl"
 check "simulate" 0 "admitted_before_first_refusal" "$cli" simulate --topology "$topo" \
   --save-ledger "$tmp/ledger.json" "$tmp/trace.jsonl"
-check "plan with ledger avoids held PUs" 0 '"pu" : 8' \
+check "plan with ledger avoids held PUs" 0 '"cpu" : 8' \
   "$cli" plan --json --topology "$topo" --ledger "$tmp/ledger.json" "$tmp/ok.xml"
 check "topology shows owners" 0 "0:a/0" "$cli" topology --topology "$topo" --ledger "$tmp/ledger.json"
-check "topology --json" 0 '"owner" : "a"' "$cli" topology --json --topology "$topo" \
+check "topology --json" 0 '"domain" : "a"' "$cli" topology --json --topology "$topo" \
   --ledger "$tmp/ledger.json"
 check "ledger naming PUs the topology lacks" 1 "$tmp/ledger.json" \
   "$cli" plan --topology "synthetic:pack:1 core:1 pu:1" --ledger "$tmp/ledger.json" "$tmp/ok.xml"
@@ -99,6 +99,15 @@ check "trace: stop with a start's key" 1 "bad4.jsonl:2: unknown key 'vcpus' in s
   "$cli" simulate --topology "$topo" "$tmp/bad4.jsonl"
 printf 'not json\n' > "$tmp/bad3.jsonl"
 check "trace: not JSON" 1 "bad3.jsonl:1:" "$cli" simulate --topology "$topo" "$tmp/bad3.jsonl"
+# The domain is "domain" (format 1's name for it), or "name" as traces said before; not both.
+printf '%s\n' '{"op":"start","domain":"d1","vcpus":2,"smt":"isolate"}' '{"op":"stop","domain":"d1"}' >"$tmp/dom.jsonl"
+check "trace: domain" 0 '"domain" : "d1"' "$cli" simulate --topology "$topo" --json "$tmp/dom.jsonl"
+echo '{"op":"start","domain":"d1","name":"d1","vcpus":2}' >"$tmp/both.jsonl"
+check "trace: domain and name" 1 'both.jsonl:1: "domain" and "name" both given' \
+  "$cli" simulate --topology "$topo" "$tmp/both.jsonl"
+printf '%s\n' '{"op":"start","domain":"d1","vcpus":2,"smt":"spread","cpus":[0,2],"us":3}' \
+  '{"op":"stop","domain":"d1"}' >"$tmp/dom-outcomes.jsonl"
+check "outcomes: domain" 0 "placed" "$cli" score --topology "$topo" "$tmp/dom-outcomes.jsonl"
 check "unknown command" 1 "unknown command 'frobnicate'" "$cli" frobnicate
 
 echo "$pass passed, $fail failed"

@@ -306,7 +306,7 @@ START_TEST(test_json_round_trip)
     ck_assert_msg(back, "%s", err ? err->message : "");
     again = ledgerText(back);
     ck_assert_str_eq(again, text);
-    ck_assert(g_str_has_prefix(text, "{\"version\":1,\"domains\":[{\"domain\":\"alpha\""));
+    ck_assert(g_str_has_prefix(text, "{\"format\":1,\"domains\":[{\"domain\":\"alpha\""));
     /* Domains sorted by name, whatever the order they were added in. */
     alpha = strstr(text, "\"domain\":\"alpha\"");
     mid = strstr(text, "\"domain\":\"mid\"");
@@ -339,12 +339,38 @@ START_TEST(test_copy)
 }
 END_TEST
 
+/* A ledger file as vcpuplaced wrote it before format 1 ("version", "pu", -1 for none): an
+ * upgrade loads it whole and the next save writes today's spelling. */
+START_TEST(test_json_legacy)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = threeDomains(topo);
+    g_autofree char *text = ledgerText(ledger);
+    g_autoptr(GString) old = g_string_new(text);
+    g_autoptr(JsonNode) node = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLedger) back = NULL;
+    g_autofree char *again = NULL;
+
+    ck_assert_uint_eq(g_string_replace(old, "{\"format\":1,", "{\"version\":1,", 1), 1);
+    ck_assert_uint_gt(g_string_replace(old, "\"cpu\":", "\"pu\":", 0), 0);
+    g_string_replace(old, "\"level_index\":null", "\"level_index\":-1", 0);
+    node = json_from_string(old->str, NULL);
+    back = vpLedgerFromJson(topo, node, &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    again = ledgerText(back);
+    ck_assert_str_eq(again, text);
+}
+END_TEST
+
 static const struct {
     const char *text;
     const char *message;
 } bad_ledgers[] = {
-    {"{\"version\":2,\"domains\":[]}", "version=2 is not supported (this build reads version 1)"},
-    {"{\"domains\":[]}", "version=missing is not supported (this build reads version 1)"},
+    {"{\"format\":2,\"domains\":[]}", "format=2 is not supported (this build reads format 1)"},
+    {"{\"version\":2,\"domains\":[]}", "version=2 is not supported (this build reads format 1)"},
+    {"{\"domains\":[]}", "format=missing is not supported (this build reads format 1)"},
+    {"{\"format\":1,\"version\":1,\"domains\":[]}", "unknown key 'version' in ledger"},
     {"{\"version\":1}", "domains is missing or not an array"},
     {"{\"version\":1,\"domains\":{}}", "domains is missing or not an array"},
     {"{\"version\":1,\"domains\":[],\"x\":0}", "unknown key 'x' in ledger"},
@@ -397,7 +423,7 @@ START_TEST(test_json_foreign_or_double_booked)
                                    "'a' for vCPU 0");
     g_clear_error(&err);
 
-    foreign = replaceAll(ta, "\"pu\":3", "\"pu\":200");
+    foreign = replaceAll(ta, "\"cpu\":3", "\"cpu\":200");
     n2 = json_from_string(foreign, NULL);
     loaded = vpLedgerFromJson(topo, n2, &err);
     ck_assert_ptr_null(loaded);
@@ -622,7 +648,7 @@ START_TEST(test_load_foreign_pus)
 
     ck_assert(vpLedgerAdd(big, plan, NULL));
     text = ledgerText(big);
-    edited = replaceAll(text, "\"pu\":6", "\"pu\":64");
+    edited = replaceAll(text, "\"cpu\":6", "\"cpu\":64");
     ck_assert(g_file_set_contents(path, edited, -1, NULL));
     loaded = vpLedgerFileLoad(topo, path, &err);
     ck_assert_ptr_null(loaded);
@@ -657,7 +683,7 @@ START_TEST(test_load_huge_pu)
 
     ck_assert(vpLedgerAdd(ledger, plan, NULL));
     g_autofree char *text = ledgerText(ledger);
-    g_autofree char *edited = replaceAll(text, "\"pu\":6", "\"pu\":18446744073709551622");
+    g_autofree char *edited = replaceAll(text, "\"cpu\":6", "\"cpu\":18446744073709551622");
     ck_assert(g_file_set_contents(path, edited, -1, NULL));
     g_autoptr(vpLedger) loaded = vpLedgerFileLoad(topo, path, &err);
     ck_assert_msg(!loaded, "a PU of 2^64 + 6 loaded");
@@ -770,6 +796,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_text_round_trip);
     tcase_add_test(tc, test_copy);
     tcase_add_test(tc, test_reconcile_memory);
+    tcase_add_test(tc, test_json_legacy);
     tcase_add_loop_test(tc, test_json_bad, 0, G_N_ELEMENTS(bad_ledgers));
     tcase_add_test(tc, test_json_foreign_or_double_booked);
     suite_add_tcase(s, tc);

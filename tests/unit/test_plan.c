@@ -62,9 +62,9 @@ static const char expected_json[] =
     "\"emulator\":\"dedicated\",\"rebalance\":\"auto\",\"unmet\":\"refuse\"},"
     "\"how\":\"placed\","
     "\"vcpus\":["
-    "{\"vcpu\":0,\"pu\":1,\"core\":1,\"l3\":0,\"numa\":0,\"package\":0},"
-    "{\"vcpu\":1,\"pu\":9,\"core\":1,\"l3\":0,\"numa\":0,\"package\":0},"
-    "{\"vcpu\":2,\"pu\":6,\"core\":6,\"l3\":3,\"numa\":1,\"package\":1}],"
+    "{\"vcpu\":0,\"cpu\":1,\"core\":1,\"l3\":0,\"numa\":0,\"package\":0},"
+    "{\"vcpu\":1,\"cpu\":9,\"core\":1,\"l3\":0,\"numa\":0,\"package\":0},"
+    "{\"vcpu\":2,\"cpu\":6,\"core\":6,\"l3\":3,\"numa\":1,\"package\":1}],"
     "\"emulator\":\"2\",\"reserved\":\"2,14\",\"level\":\"l3\",\"level_index\":0,"
     "\"guest_topology\":{\"sockets\":1,\"cores\":1,\"threads\":3},"
     "\"topology_mismatch\":true,\"degraded\":true,"
@@ -182,15 +182,52 @@ START_TEST(test_json_minimal)
 
     plan->how = VP_HOW_PINNED;
     text = toText(plan, topo);
-    /* No guest_topology outside pack; an unpinned vCPU has no coordinates. */
+    /* No guest_topology outside pack; an unpinned vCPU has no coordinates: null, as "none"
+     * is in every document (vcpuplace-json(7)). */
     ck_assert_ptr_null(strstr(text, "guest_topology"));
-    ck_assert_ptr_nonnull(strstr(
-        text,
-        "\"vcpus\":[{\"vcpu\":0,\"pu\":-1,\"core\":-1,\"l3\":-1,\"numa\":-1,\"package\":-1}]"));
+    ck_assert_ptr_nonnull(
+        strstr(text, "\"vcpus\":[{\"vcpu\":0,\"cpu\":null,\"core\":null,\"l3\":null,\"numa\":null,"
+                     "\"package\":null}]"));
     ck_assert_ptr_nonnull(strstr(text, "\"group\":null"));
     ck_assert_ptr_nonnull(strstr(text, "\"emulator\":\"\",\"reserved\":\"\""));
     ck_assert_ptr_nonnull(strstr(text, "\"how\":\"pinned\""));
     ck_assert_ptr_nonnull(strstr(text, "\"degraded_reason\":null"));
+}
+END_TEST
+
+/* Ledgers written before format 1 said "pu" for a CPU, "node" for a guest cell's node and
+ * -1 for none: they read back as the same plan, written in today's spelling. */
+START_TEST(test_legacy_spelling)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(GString) old = g_string_new(expected_json);
+    g_autoptr(vpPlan) back = NULL;
+    g_autoptr(vpPlan) none = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *again = NULL;
+    g_autofree char *text = NULL;
+
+    g_string_replace(old, "\"cpu\":", "\"pu\":", 0);
+    back = fromText(old->str, &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    again = toText(back, topo);
+    ck_assert_str_eq(again, expected_json);
+
+    none = fromText("{\"domain\":\"solo\",\"group\":null,\"policy\":{\"smt\":\"spread\","
+                    "\"coresched\":\"vm\",\"locality\":\"auto\",\"emulator\":\"housekeeping\","
+                    "\"rebalance\":\"auto\",\"unmet\":\"refuse\"},\"how\":\"pinned\","
+                    "\"vcpus\":[{\"vcpu\":0,\"pu\":-1,\"core\":-1,\"l3\":-1,\"numa\":-1,"
+                    "\"package\":-1}],\"emulator\":\"\",\"reserved\":\"\",\"level\":\"host\","
+                    "\"level_index\":-1,\"topology_mismatch\":false,\"degraded\":false,"
+                    "\"degraded_reason\":null}",
+                    &err);
+    ck_assert_msg(none, "%s", err ? err->message : "");
+    ck_assert_int_eq(none->vcpu_pu[0], -1);
+    ck_assert_int_eq(none->level_index, -1);
+    text = toText(none, topo);
+    ck_assert_msg(strstr(text, "{\"vcpu\":0,\"cpu\":null,\"core\":null,") &&
+                      strstr(text, "\"level_index\":null"),
+                  "%s", text);
 }
 END_TEST
 
@@ -243,14 +280,17 @@ static const struct {
     {"\"how\":\"placed\"", "\"how\":\"guessed\"",
      "plan of domain 'web': how='guessed' is not one of placed, pinned, adopted"},
     {"{\"vcpu\":1,", "{\"vcpu\":5,", "plan of domain 'web': vcpus[1].vcpu=5, expected 1"},
-    {"\"pu\":9", "\"pu\":-2",
-     "plan of domain 'web': vcpus[1].pu=-2, expected an integer in -1..65535"},
-    {"\"pu\":9", "\"pu\":\"9\"",
-     "plan of domain 'web': vcpus[1].pu=\"9\", expected an integer in -1..65535"},
-    {"\"pu\":9", "\"pu\":9.5",
-     "plan of domain 'web': vcpus[1].pu=9.5, expected an integer in -1..65535"},
-    {"\"pu\":9", "\"pu\":70000",
-     "plan of domain 'web': vcpus[1].pu=70000, expected an integer in -1..65535"},
+    {"\"cpu\":9", "\"cpu\":-2",
+     "plan of domain 'web': vcpus[1].cpu=-2, expected an integer in -1..65535"},
+    {"\"cpu\":9", "\"cpu\":\"9\"",
+     "plan of domain 'web': vcpus[1].cpu=\"9\", expected an integer in -1..65535"},
+    {"\"cpu\":9", "\"cpu\":9.5",
+     "plan of domain 'web': vcpus[1].cpu=9.5, expected an integer in -1..65535"},
+    {"\"cpu\":9", "\"cpu\":70000",
+     "plan of domain 'web': vcpus[1].cpu=70000, expected an integer in -1..65535"},
+    {"\"cpu\":9", "\"cpu\":9,\"pu\":9", "plan of domain 'web': unknown key 'pu' in vcpus[1]"},
+    {"\"domain\":\"web\",", "\"domain\":\"web\",\"format\":2,",
+     "plan of domain 'web': format=2, expected 1"},
     {"\"core\":6,", "", "plan of domain 'web': vcpus[2].core is missing"},
     {"\"group\":\"blue\"", "\"group\":\"a b\"",
      "plan of domain 'web': group='a b' is not 1 to 64 characters of A-Z a-z 0-9 . _ -"},
@@ -417,20 +457,20 @@ START_TEST(test_guest_cells)
     g_autofree char *text = NULL;
     g_autofree char *again = NULL;
     g_autofree char *shown = NULL;
-    static const char json[] = "\"guest_cells\":[{\"cell\":0,\"vcpus\":\"0-1\",\"node\":0},"
-                               "{\"cell\":1,\"vcpus\":\"2-3\",\"node\":1}]";
+    static const char json[] = "\"guest_cells\":[{\"cell\":0,\"vcpus\":\"0-1\",\"numa\":0},"
+                               "{\"cell\":1,\"vcpus\":\"2-3\",\"numa\":1}]";
     static const struct {
         const char *from, *to, *message;
     } cases[] = {
         {"\"vcpus\":\"2-3\"", "\"vcpus\":\"1-3\"",
          "plan of domain 'db': guest_cells[1].vcpus='1-3', expected '2-3'"},
         {"\"cell\":1", "\"cell\":0", "plan of domain 'db': guest_cells[1].cell=0, expected 1"},
-        {",\"node\":1", "", "plan of domain 'db': guest_cells[1].node is missing"},
+        {",\"numa\":1}]", "}]", "plan of domain 'db': guest_cells[1].numa is missing"},
         {"\"locality\":\"numa:2\"", "\"locality\":\"numa:4\"",
-         "plan of domain 'db': guest_cells=[{\"cell\":0,\"vcpus\":\"0-1\",\"node\":0},{\"cel... "
+         "plan of domain 'db': guest_cells=[{\"cell\":0,\"vcpus\":\"0-1\",\"numa\":0},{\"cel... "
          "does not match locality='numa:4' over 4 vCPUs"},
         {"\"locality\":\"numa:2\"", "\"locality\":\"auto\"",
-         "plan of domain 'db': guest_cells=[{\"cell\":0,\"vcpus\":\"0-1\",\"node\":0},{\"cel... "
+         "plan of domain 'db': guest_cells=[{\"cell\":0,\"vcpus\":\"0-1\",\"numa\":0},{\"cel... "
          "does not match locality='auto' over 4 vCPUs"},
     };
 
@@ -452,6 +492,16 @@ START_TEST(test_guest_cells)
     ck_assert_uint_eq(vpLocalitySplit(back->policy.locality), 2);
     again = toText(back, topo);
     ck_assert_str_eq(again, text);
+    {
+        g_autoptr(GString) legacy = g_string_new(text);
+        g_autoptr(vpPlan) old = NULL;
+
+        g_string_replace(legacy, ",\"numa\":0}", ",\"node\":0}", 0);
+        g_string_replace(legacy, ",\"numa\":1}", ",\"node\":1}", 0);
+        ck_assert_ptr_nonnull(strstr(legacy->str, "\"node\":1}"));
+        old = fromText(legacy->str, &err);
+        ck_assert_msg(old, "%s", err ? err->message : "");
+    }
     shown = vpPlanFormat(back, topo);
     ck_assert_ptr_nonnull(strstr(shown, "  guest cell 1: vcpus 2-3 on host node 1 (<cell id='1' "
                                         "cpus='2-3' .../>, <memnode cellid='1' mode='strict' "
@@ -493,6 +543,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_json_exact);
     tcase_add_test(tc, test_json_minimal);
     tcase_add_test(tc, test_round_trip);
+    tcase_add_test(tc, test_legacy_spelling);
     tcase_add_loop_test(tc, test_bad_field, 0, G_N_ELEMENTS(bad));
     tcase_add_test(tc, test_bad_shape);
     tcase_add_test(tc, test_empty_vcpus);

@@ -19,7 +19,7 @@ class Host:
         self.core_of, self.numa_of, self.package_of = {}, {}, {}
         self.cores = {}
         self.usable = []
-        for pu in doc["pus"]:
+        for pu in doc["cpus"]:
             cpu = pu["cpu"]
             self.core_of[cpu] = pu["core"]
             self.numa_of[cpu] = pu["numa"]
