@@ -279,6 +279,12 @@ addDaemon(vpMetrics *m, const vpMetricsSources *src)
     vpMetricsDeclare(m, "vcpuplace_socket_idle_closed_total", "counter",
                      "Connections closed by the idle timeout");
     vpMetricsAdd(m, "vcpuplace_socket_idle_closed_total", st->closed_idle, NULL);
+    vpMetricsDeclare(m, "vcpuplace_admission_moves_total", "counter",
+                     "vCPU moves made to make room for a start");
+    vpMetricsAdd(m, "vcpuplace_admission_moves_total", src->admission_moves, NULL);
+    vpMetricsDeclare(m, "vcpuplace_admission_move_failures_total", "counter",
+                     "Starts whose moves libvirt did not take (rolled back)");
+    vpMetricsAdd(m, "vcpuplace_admission_move_failures_total", src->admission_failures, NULL);
 }
 
 char *

@@ -143,7 +143,7 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     vpPolicyClear(&defaults);
     const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
     gboolean running = rec && rec->running;
-    const vpPlan *plan = want ? vpManagerReserve(d->mgr, name, want, error) : NULL;
+    const vpPlan *plan = want ? vpAdmissionReserve(d->admission, name, want, error) : NULL;
     /* Refused as running: if libvirt no longer runs it (a release never came), the sync
      * releases the stale record and the next start goes through. */
     setAfter(after, d, running ? name : NULL)->sync = running;
@@ -269,6 +269,7 @@ opStatus(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     addThreads(d, json_node_get_array(doms));
     vpCookiesAddStatus(d->cookies, o, json_node_get_array(doms));
     json_object_set_member(o, "hotplug", vpHotplugSummaryJson(d->hotplug));
+    json_object_set_member(o, "admission", vpAdmissionStatusJson(d->admission));
     json_object_set_member(o, "domains", doms);
     return reply;
 }
@@ -371,7 +372,8 @@ static const vpOp ops[] = {
      opReconnect},
     {"rewrite", "{name, xml}", "{xml?}",
      "hook, restore/migrate begin: the XML without vcpuplace's pins", TRUE, opRewrite},
-    {"status", "{name?}", "{uri, connected, topology, coresched, hotplug, domains: [...]}",
+    {"status", "{name?}",
+     "{uri, connected, topology, coresched, hotplug, admission, domains: [...]}",
      "what each domain holds and why", FALSE, opStatus},
     {"plan", "{xml}", "{plan}", "where the domain would go now, nothing recorded", FALSE, opPlan},
     {"topology", "{}", "{source, host_cpus, housekeeping_cpus, ledger, owners}",
