@@ -4,7 +4,9 @@
  * vpDaemonProtocolReference() by the integration tier) come from it. The hook's
  * operations are answered on the socket thread from the manager alone, under the state
  * lock, and hand anything that needs libvirt to the main loop for after the reply
- * (libvirt may be blocked on the hook that asked). Operator commands read what the main
+ * (libvirt may be blocked on the hook that asked), but for the moves that make room for
+ * a start: those concern other domains, and the reserve waits for them, bounded
+ * (daemon/admission.h). Operator commands read what the main
  * loop owns (the rebalancer's figures, the cookies) and may call libvirt: they are
  * answered there.
  */
