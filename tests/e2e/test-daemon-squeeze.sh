@@ -90,14 +90,14 @@ vp_wait_until 10 vpd_count_is vpe2e-d- 0 || e2e_fail "still recorded: $(vpd_stat
 # The placeholder takes CPU 0: the share guest's only destination is core 0's CPU 2, which
 # this host lacks.
 setup 0
-if out=$(virsh -q start vpe2e-d-sq-iso 2>&1); then
+if refusal=$(virsh -q start vpe2e-d-sq-iso 2>&1); then
     e2e_fail "vpe2e-d-sq-iso started; expected a refusal"
 fi
 e2e_expect_match "virsh start refused with vcpuplace's reason" \
-    "refusing to start vpe2e-d-sq-iso: domain 'vpe2e-d-sq-iso': " "$out"
+    "refusing to start vpe2e-d-sq-iso: domain 'vpe2e-d-sq-iso': " "$refusal"
 e2e_expect_match "the reason names the failed move, rolled back" \
     "the moves to make room \(vCPU 0 of 'vpe2e-d-sq-share' from CPU 1 to CPU 2\) failed and were rolled back" \
-    "$out"
+    "$refusal"
 e2e_expect_eq "vpe2e-d-sq-iso not running" "shut off" "$(virsh domstate vpe2e-d-sq-iso)"
 e2e_expect_eq "vpe2e-d-sq-iso holds nothing" none "$(vpd_state vpe2e-d-sq-iso)"
 vpd_check_applied vpe2e-d-sq-share

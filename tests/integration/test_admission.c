@@ -273,6 +273,36 @@ START_TEST(test_reserved_moved_in_ledger)
 }
 END_TEST
 
+/* Without libvirt nothing is moved, not even a reservation that needs no pinning: the start
+ * is decided by the placer alone. */
+START_TEST(test_disconnected_no_moves)
+{
+    g_autofree char *ixml = isolateXML();
+    g_autofree char *extra = g_strdup_printf("domains=ad-*\nhook_timeout_ms=5000\n"
+                                             "[rebalance]\nmode=off\n[admission]\nmax_moves=2\n");
+    g_autofree char *uri = g_strdup_printf("test:///%s/no-such-node.xml", tmpdir);
+    writeConfig(uri, TOPOLOGY, extra);
+    g_autoptr(GError) gerr = NULL;
+    vpConfig *cfg = vpConfigLoad(confpath, &gerr);
+    ck_assert_msg(cfg, "%s", gerr ? gerr->message : "");
+    g_autoptr(vpDaemon) d = vpDaemonNew(cfg, &gerr);
+    ck_assert_msg(d, "%s", gerr ? gerr->message : "");
+    vpDaemonStart(d);
+    ck_assert(!vpDaemonConnected(d));
+    vpManager *m = vpDaemonManager(d);
+
+    g_autofree char *sxml = domainXML("ad-s", 2, "smt='spread' emulator='vcpus'", NULL);
+    ck_assert_int_eq(hook("ad-s", "prepare", "begin", sxml, NULL), 0);
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(hook("ad-i", "prepare", "begin", ixml, &err), 1);
+    ck_assert_msg(strstr(err, "refusing to start ad-i"), "%s", err);
+    ck_assert_ptr_null(vpManagerRecord(m, "ad-i"));
+    ck_assert_int_eq(planned(d, "ad-s", 0), 0);
+    ck_assert_int_eq(planned(d, "ad-s", 1), 2);
+    ck_assert_uint_eq(vpAdmissionMoves(vpDaemonAdmission(d)), 0);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -284,6 +314,7 @@ suite(void)
     tcase_add_test(tc, test_failed_move_refuses);
     tcase_add_test(tc, test_rebalance_off_not_moved);
     tcase_add_test(tc, test_reserved_moved_in_ledger);
+    tcase_add_test(tc, test_disconnected_no_moves);
     suite_add_tcase(s, tc);
     return s;
 }
