@@ -6,9 +6,8 @@
  * lock, and hand anything that needs libvirt to the main loop for after the reply
  * (libvirt may be blocked on the hook that asked), but for the moves that make room for
  * a start: those concern other domains, and the reserve waits for them, bounded
- * (daemon/admission.h). Operator commands read what the main
- * loop owns (the rebalancer's figures, the cookies) and may call libvirt: they are
- * answered there.
+ * (daemon/admission.h). Operator commands read what the main loop owns (the rebalancer's
+ * figures, the cookies) and may call libvirt: they are answered there.
  */
 #include "daemon/internal.h"
 #include "daemon/log.h"
