@@ -44,8 +44,12 @@ unplace() { # name
 
 e2e_define vpe2e-d-sq-share --policy smt=share --policy emulator=vcpus --policy unmet=refuse
 # An isolate guest's emulator floats over its core, reserved sibling included: here that
-# sibling is a missing CPU, so the guest pins its emulator itself, to the CPU it will get.
-e2e_define vpe2e-d-sq-iso --policy smt=isolate --policy unmet=refuse --emulatorpin 1
+# sibling is a missing CPU, so the guest's <vcpu cpuset='1'> keeps vCPU and emulator on the
+# CPU it will get (the reservation's CPU 3 is only held).
+e2e_define vpe2e-d-sq-iso --policy smt=isolate --policy unmet=refuse --policy emulator=vcpus
+sed -i "s|<vcpu placement='static'>|<vcpu placement='static' cpuset='1'>|" \
+    "$e2e_tmp/vpe2e-d-sq-iso.xml"
+virsh -q define "$e2e_tmp/vpe2e-d-sq-iso.xml" >/dev/null
 
 # The share guest on CPU 1, core 0's missing CPU 2 held by a share placeholder that may not
 # move (rebalance=off), CPU 0 free: no whole core is left for an isolate guest.
@@ -70,6 +74,8 @@ vpd_check_applied vpe2e-d-sq-iso
 e2e_expect_eq "vpe2e-d-sq-iso on the vacated core's CPU 1" 1 "$vpd_planned_cpus"
 e2e_expect_match "vpe2e-d-sq-iso holds core 1's sibling 3" 'reserved idle: 3' \
     "$(vpd_status vpe2e-d-sq-iso)"
+e2e_expect_eq "vpe2e-d-sq-iso emulator on CPU 1" 1 \
+    "$(virsh emulatorpin vpe2e-d-sq-iso | sed -n 's/^ *\*: *//p')"
 e2e_expect_eq "vpe2e-d-sq-share emulator followed its vCPU" 0 \
     "$(virsh emulatorpin vpe2e-d-sq-share | sed -n 's/^ *\*: *//p')"
 vpd_check_disjoint

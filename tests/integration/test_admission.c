@@ -273,6 +273,67 @@ START_TEST(test_reserved_moved_in_ledger)
 }
 END_TEST
 
+/* A reservation for a domain that never starts, with a <vcpu cpuset> to put it where the
+ * test wants (caller frees the XML it reserved with). */
+static char *
+reserveAt(const char *name, const char *cpuset, const char *policy)
+{
+    char *xml = g_strdup_printf(
+        "<domain type='test'><name>%s</name><memory>65536</memory>"
+        "<vcpu cpuset='%s'>1</vcpu><os><type>hvm</type></os><metadata><vcpuplace:policy "
+        "xmlns:vcpuplace='" POLICY_NS "' emulator='vcpus' %s/></metadata></domain>",
+        name, cpuset, policy);
+    g_autofree char *err = NULL;
+    ck_assert_msg(hook(name, "prepare", "begin", xml, &err) == 0, "%s: %s", name, err);
+    return xml;
+}
+
+/* The e2e tier's case (tests/e2e/test-daemon-squeeze.sh) on the test driver: cores numbered
+ * as Intel does (core 0: CPUs 0 and 2, core 1: 1 and 3), a share domain on CPU 1, core 0's
+ * CPU 2 held by a share reservation that may not move. The isolate start is admitted after
+ * the share domain moves to CPU 0, a share-held core of its node; the isolate domain gets
+ * core 1, its vCPU and emulator on CPU 1 (its <vcpu cpuset='1'>: on the e2e host CPU 3,
+ * the reserved sibling its emulator would float over, does not exist). */
+START_TEST(test_share_moved_for_isolate)
+{
+    g_autofree char *extra =
+        g_strdup_printf("domains=ad-*\nhook_timeout_ms=5000\nvcpu_poll_ms=0\n[rebalance]\n"
+                        "mode=off\n[admission]\nmax_moves=2\n");
+    writeConfig("test:///default", "synthetic:pack:1 core:2 pu:2(indexes=0,2,1,3)", extra);
+    g_autoptr(vpDaemon) d = startDaemon();
+    vpManager *m = vpDaemonManager(d);
+
+    g_autofree char *hiso = reserveAt("ad-hold-iso", "0,2", "smt='isolate'");
+    g_autofree char *sxml =
+        domainXML("ad-share", 1, "smt='share' emulator='vcpus' unmet='refuse'", NULL);
+    virDomainPtr s = define(vpDaemonLibvirt(d), sxml);
+    ck_assert_int_eq(virDomainCreate(s), 0);
+    waitIdle(d);
+    ck_assert_int_eq(planned(d, "ad-share", 0), 1);
+    ck_assert_int_eq(hook("ad-hold-iso", "release", "end", hiso, NULL), 0);
+    g_autofree char *hold = reserveAt("ad-hold", "2", "smt='share' rebalance='off'");
+    ck_assert_int_eq(planned(d, "ad-hold", 0), 2);
+
+    g_autofree char *ixml = reserveAt("ad-i", "1", "smt='isolate' unmet='refuse'");
+    ck_assert_int_eq(planned(d, "ad-share", 0), 0);
+    ck_assert_int_eq(livePin(s, 0), 0);
+    ck_assert_int_eq(planned(d, "ad-i", 0), 1);
+    ck_assert(hwloc_bitmap_isset(vpManagerPlan(m, "ad-i")->reserved, 3));
+    g_autofree char *emu = vpCpuListFormat(vpManagerPlan(m, "ad-i")->emulator);
+    ck_assert_str_eq(emu, "1");
+    checkLedger(d);
+
+    virDomainPtr i = define(vpDaemonLibvirt(d), ixml);
+    ck_assert_int_eq(virDomainCreate(i), 0);
+    waitIdle(d);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "ad-i")->state), "applied");
+    ck_assert_int_eq(livePin(i, 0), 1);
+    ck_assert_int_eq(livePin(s, 0), 0);
+    virDomainFree(s);
+    virDomainFree(i);
+}
+END_TEST
+
 /* Without libvirt nothing is moved, not even a reservation that needs no pinning: the start
  * is decided by the placer alone. */
 START_TEST(test_disconnected_no_moves)
@@ -314,6 +375,7 @@ suite(void)
     tcase_add_test(tc, test_failed_move_refuses);
     tcase_add_test(tc, test_rebalance_off_not_moved);
     tcase_add_test(tc, test_reserved_moved_in_ledger);
+    tcase_add_test(tc, test_share_moved_for_isolate);
     tcase_add_test(tc, test_disconnected_no_moves);
     suite_add_tcase(s, tc);
     return s;
