@@ -49,6 +49,7 @@ e2e_define vpe2e-d-sq-share --policy smt=share --policy emulator=vcpus --policy 
 e2e_define vpe2e-d-sq-iso --policy smt=isolate --policy unmet=refuse --policy emulator=vcpus
 sed -i "s|<vcpu placement='static'>|<vcpu placement='static' cpuset='1'>|" \
     "$e2e_tmp/vpe2e-d-sq-iso.xml"
+virsh -q undefine vpe2e-d-sq-iso >/dev/null
 virsh -q define "$e2e_tmp/vpe2e-d-sq-iso.xml" >/dev/null
 
 # The share guest on CPU 1, core 0's missing CPU 2 held by a share placeholder that may not
