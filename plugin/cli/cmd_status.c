@@ -1,7 +1,7 @@
 /*
  * vcpuplace status [DOMAIN]: what vcpuplaced holds for each managed domain, asked over its
  * socket: vCPU -> CPU with core, L3 and NUMA node; policy; how the placement came about;
- * what is degraded or failed.
+ * what is degraded or failed; the last vCPU moves made to make room for a start.
  */
 #include "cli/commands.h"
 #include "cli/live.h"
@@ -17,6 +17,37 @@ str(JsonObject *o, const char *member, const char *fallback)
     if (!n || json_node_get_value_type(n) != G_TYPE_STRING)
         return fallback;
     return json_node_get_string(n);
+}
+
+/* "admission moves: 3 made, 1 start's refused by libvirt (max 2 per start)" and the last
+ * moves, newest first. */
+static void
+printAdmission(JsonObject *o)
+{
+    JsonObject *ad = vpLiveObject(o, "admission");
+    if (!ad)
+        return;
+    g_autofree char *made = vpLiveIntText(ad, "moves_total");
+    g_autofree char *failed = vpLiveIntText(ad, "failures_total");
+    g_autofree char *max = vpLiveIntText(ad, "max_moves");
+    printf("admission moves: %s made, %s starts' moves refused by libvirt (at most %s per "
+           "start)\n",
+           made, failed, max);
+    JsonNode *rn = json_object_get_member(ad, "recent");
+    JsonArray *recent = rn && JSON_NODE_HOLDS_ARRAY(rn) ? json_node_get_array(rn) : NULL;
+    for (guint i = 0; recent && i < json_array_get_length(recent); i++) {
+        JsonNode *en = json_array_get_element(recent, i);
+        if (!JSON_NODE_HOLDS_OBJECT(en))
+            continue;
+        JsonObject *m = json_node_get_object(en);
+        g_autofree char *vcpu = vpLiveIntText(m, "vcpu");
+        g_autofree char *from = vpLiveIntText(m, "from");
+        g_autofree char *to = vpLiveIntText(m, "to");
+        gboolean applied = json_object_get_boolean_member_with_default(m, "applied", FALSE);
+        printf("  for %s: %s vCPU %s CPU %s -> %s %s%s\n", str(m, "start", "?"),
+               str(m, "domain", "?"), vcpu, from, to,
+               applied ? "moved" : "NOT MOVED: ", applied ? "" : str(m, "error", "?"));
+    }
 }
 
 static void
@@ -159,6 +190,7 @@ vpCmdStatus(int argc, char **argv)
         printf("vCPU hotplug: QEMU events %s; vCPU counts re-read every %s ms\n",
                str(hp, "qemu_events", "-"), poll);
     }
+    printAdmission(o);
     JsonNode *dn = json_object_get_member(o, "domains");
     JsonArray *doms = dn && JSON_NODE_HOLDS_ARRAY(dn) ? json_node_get_array(dn) : NULL;
     if (!doms || json_array_get_length(doms) == 0)

@@ -76,10 +76,11 @@ const vpConfKey vpConfKeys[] = {
       .def = "30"),
     K("rebalance", "coupled_wakeups", VP_CONF_NUMBER, .min = 0, .max = 1e7, .min_open = true,
       .def = "1000"),
+    K("admission", "max_moves", VP_CONF_UINT, .max = 64, .def = "2"),
     {.key = NULL},
 };
 
-static const char *const groups[] = {"daemon", "policy", "rebalance", NULL};
+static const char *const groups[] = {"daemon", "policy", "rebalance", "admission", NULL};
 
 /* Pairs whose first must not exceed the second, as the pressure model and the rebalancer
  * require. */

@@ -119,8 +119,9 @@ typedef struct {
     guint64 serial;
     vpPlan *old;
     vpPlan *new;
-    virDomainPtr dom; /* NULL until looked up */
-    gboolean touched; /* libvirt was asked to pin it */
+    virDomainPtr dom;     /* NULL until looked up */
+    gboolean touched;     /* libvirt was asked to pin it */
+    gboolean ledger_only; /* reserved, not started: its start pins the ledger's plan */
 } vpMoved;
 
 static void
@@ -159,6 +160,7 @@ collectMoved(vpActuator *a, GPtrArray *moves, GError **error)
         m->name = g_strdup(mv->domain);
         m->serial = rec->serial;
         m->old = vpPlanCopy(plan);
+        m->ledger_only = rec->state == VP_DOM_RESERVED && !rec->running;
         g_ptr_array_add(out, m);
     }
     return g_steal_pointer(&out);
@@ -172,7 +174,7 @@ pinAllUnlocked(virConnectPtr conn, GPtrArray *moved, gboolean back, unsigned fla
     char *first = NULL;
     for (guint i = 0; i < moved->len; i++) {
         vpMoved *m = moved->pdata[i];
-        if (back && !m->touched)
+        if (m->ledger_only || (back && !m->touched))
             continue;
         if (!m->dom)
             m->dom = virDomainLookupByName(conn, m->name);

@@ -4,7 +4,7 @@
  * reads the pins back and compares them with the plan, records the applied pins in the
  * domain's live metadata, and keeps the ledger in step. Placement, the reconcile's
  * put-back of an operator's `virsh vcpupin`, hotplug (through the reconcile) and the
- * rebalancer all go through it, and so must any later mover (compaction at admission).
+ * rebalancer all go through it, and the moves that make room for a start (daemon/admission.h).
  *
  * Called on the main loop with the state lock held (daemon.h); it lets the lock go for
  * every libvirt call and takes it back before it returns, so nothing the caller read from
@@ -41,6 +41,8 @@ char *vpActuatorPin(vpActuator *a, virDomainPtr dom, const vpPlan *plan);
  *     The CPUs the moves leave are free from then on; a start reserved on them is pinned
  *     only after its hook's "started", on the main loop, once this call has returned.
  *  2. Each domain, in the order of its first move, is pinned to its new plan and read back.
+ *     A domain reserved by the hook and not started yet has nothing to pin: its start
+ *     applies the plan the ledger then holds.
  *  3. When libvirt does not take one of them, the domains already pinned, and the one that
  *     failed, are pinned back to their old plans and the ledger is put back as it was for
  *     every domain the moves changed (vpManagerMoveBack: the movers, and overcommitted

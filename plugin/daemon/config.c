@@ -138,6 +138,7 @@ configFromConf(vpConfig *cfg, const vpConf *conf, GError **error)
     b->memory_ns = (gint64)vpConfGetUint(conf, r, "memory") * NS;
     b->return_quiet = (guint)vpConfGetUint(conf, r, "return_quiet");
     b->coupled_wakeups = vpConfGetNumber(conf, r, "coupled_wakeups");
+    cfg->admission.max_moves = (unsigned)vpConfGetUint(conf, "admission", "max_moves");
     return vpPressureConfigValidate(p, error) && vpRebalanceConfigValidate(b, error);
 }
 

@@ -1,6 +1,6 @@
 /*
  * vcpuplaced.conf as the daemon uses it; plugin/conf reads and checks the file (its syntax
- * and the table of keys are in conf/conf.h and conf/conf.c). Three groups:
+ * and the table of keys are in conf/conf.h and conf/conf.c). Four groups:
  *
  *   [daemon]
  *   uri=qemu:///system            libvirt connection
@@ -33,6 +33,9 @@
  *                                 textfile collector); default none
  *   persistence=5 hot_wait=0.1 ...  the pressure model's keys (core/pressure.h)
  *   max_moves=2 min_residency=60 ...  the rebalancer's keys (core/rebalance.h)
+ *   [admission]
+ *   max_moves=2                   running vCPUs one start may move to make room for it
+ *                                 (core/compact.h); 0: never move, refuse or degrade
  *
  * Unknown groups and keys are errors naming them: a typo must not silently change policy.
  * Built-in defaults are the table's.
@@ -40,6 +43,7 @@
 #pragma once
 
 #include "conf/conf.h"
+#include "core/compact.h"
 #include "core/policy.h"
 #include "core/pressure.h"
 #include "core/rebalance.h"
@@ -70,6 +74,7 @@ typedef struct {
     char *metrics_textfile; /* NULL: none */
     vpPressureConfig pressure;
     vpRebalanceConfig rebalance;
+    vpCompactConfig admission; /* [admission] */
 } vpConfig;
 
 /* Built-in defaults only. */

@@ -169,6 +169,26 @@ resync(const char *name, gpointer data)
     vpDaemonResync(data, name);
 }
 
+/* The reserve waits for its moves at most this share of the hook's own bound, so that the
+ * hook still has its answer when the moves do not come. */
+static guint
+admissionWaitMs(const vpConfig *cfg)
+{
+    return (guint)cfg->hook_timeout_ms / 2;
+}
+
+static void
+admissionRun(vpDaemon *d, gpointer job)
+{
+    vpAdmissionJobRun(job);
+}
+
+static void
+admissionHandoff(gpointer job, gpointer data)
+{
+    vpDaemonHandoff(data, admissionRun, job, vpAdmissionJobDrop);
+}
+
 static vpMetricsSources
 metricsSources(vpDaemon *d)
 {
@@ -181,6 +201,8 @@ metricsSources(vpDaemon *d)
         .save_failures = d->save_failures,
         .refusals = d->refusals,
         .capacity = d->capacity,
+        .admission_moves = vpAdmissionMoves(d->admission),
+        .admission_failures = vpAdmissionFailures(d->admission),
     };
 }
 
@@ -242,6 +264,8 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     d->vc = vpVirConnNew(d->cfg->uri, &vpSyncCallbacks, d);
     d->act = vpActuatorNew(&d->lock, d->mgr, d->vc);
     vpActuatorSetResyncFunc(d->act, resync, d);
+    d->admission = vpAdmissionNew(&d->lock, d->mgr, d->act, admissionHandoff, d);
+    vpAdmissionSetConfig(d->admission, &d->cfg->admission, admissionWaitMs(d->cfg));
     d->balance = vpBalanceNew(d->cfg, d->mgr, d->act);
     vpBalanceSetIntervalFunc(d->balance, exportMetrics, d);
     d->cookies = vpCookiesNew(&d->lock, d->cfg, d->mgr, d->vc);
@@ -273,6 +297,7 @@ vpDaemonFree(vpDaemon *d)
     for (guint i = 0; i < d->handoffs->len; i++)
         g_source_destroy(d->handoffs->pdata[i]);
     g_ptr_array_unref(d->handoffs);
+    vpAdmissionFree(d->admission);
     vpActuatorFree(d->act);
     vpVirConnFree(d->vc);
     vpSyncStop(d);
@@ -331,6 +356,7 @@ vpDaemonReload(vpDaemon *d, GError **error)
     vpBalanceReload(d->balance, d->cfg);
     vpCookiesSetConfig(d->cookies, d->cfg);
     vpHotplugSetConfig(d->hotplug, d->cfg);
+    vpAdmissionSetConfig(d->admission, &d->cfg->admission, admissionWaitMs(d->cfg));
     d->metrics_warned = FALSE;
     g_autofree char *usable = vpCpuListFormat(vpTopologyUsableSet(vpManagerTopology(d->mgr)));
     vpDaemonLog(G_LOG_LEVEL_INFO,
@@ -396,4 +422,10 @@ vpActuator *
 vpDaemonActuator(vpDaemon *d)
 {
     return d->act;
+}
+
+vpAdmission *
+vpDaemonAdmission(vpDaemon *d)
+{
+    return d->admission;
 }

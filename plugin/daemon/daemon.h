@@ -5,6 +5,7 @@
  *   sync.c      the reconcile queue: libvirt events and hook notifications -> sync a domain
  *   ops.c       the socket operations, one table (dispatch, errors, the protocol reference)
  *   actuator.c  pinning through libvirt, read back, compared, recorded; moves with rollback
+ *   admission.c the hook's reserve with moves that make room, made on the main loop
  *   manager.c   the decisions and the bookkeeping (ledger, per-domain state)
  *   balance.c   monitor -> pressure -> rebalancer -> actuator, each interval
  *   cookies.c   core-scheduling cookies for the running domains
@@ -28,6 +29,7 @@
 #pragma once
 
 #include "daemon/actuator.h"
+#include "daemon/admission.h"
 #include "daemon/config.h"
 #include "daemon/manager.h"
 
@@ -65,7 +67,7 @@ void vpDaemonOnDomain(vpDaemon *d, vpDaemonDomainFunc func, gpointer data);
 void vpDaemonResync(vpDaemon *d, const char *name);
 
 /* SIGHUP: reads the configuration file again. host_cpus, housekeeping_cpus, domains, the
- * policy defaults and [rebalance] take effect; uri, socket, state and topology need a
+ * policy defaults, [rebalance] and [admission] take effect; uri, socket, state and topology need a
  * restart (logged, kept). The ledger is kept: domains on CPUs no longer usable stay there,
  * reported, until they stop or the rebalancer moves them. On error nothing changes. */
 gboolean vpDaemonReload(vpDaemon *d, GError **error);
@@ -89,6 +91,8 @@ vpBalance *vpDaemonBalance(vpDaemon *d);
 vpCookies *vpDaemonCookies(vpDaemon *d);
 /* The actuator (daemon/actuator.h); borrowed. */
 vpActuator *vpDaemonActuator(vpDaemon *d);
+/* The moves made for starts (daemon/admission.h); borrowed. */
+vpAdmission *vpDaemonAdmission(vpDaemon *d);
 
 /* The socket operations, as proto/proto.h lists them: per operation " *   NAME ARGS DOC"
  * and " *              -> REPLY" lines, from the table the daemon dispatches with (caller

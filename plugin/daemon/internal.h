@@ -6,6 +6,7 @@
 #pragma once
 
 #include "daemon/actuator.h"
+#include "daemon/admission.h"
 #include "daemon/balance.h"
 #include "daemon/cookies.h"
 #include "daemon/daemon.h"
@@ -26,6 +27,7 @@ struct _vpDaemon {
     vpServer *srv;
     vpVirConn *vc;
     vpActuator *act;
+    vpAdmission *admission;
     GHashTable *pending;  /* name -> VP_SYNC_* flags */
     GHashTable *attempts; /* name -> failed apply attempts so far */
     GHashTable *timers;   /* name -> armed retry timer */

@@ -5,6 +5,7 @@
  */
 #include "daemon/manager.h"
 #include "daemon/log.h"
+#include "core/compact.h"
 #include "core/grow.h"
 #include "core/placer.h"
 #include "core/rebalance.h"
@@ -246,8 +247,9 @@ record(vpManager *m, const vpPlan *plan, vpDomState state, GError **error)
     return TRUE;
 }
 
-const vpPlan *
-vpManagerReserve(vpManager *m, const char *name, const vpRequest *req, GError **error)
+vpPlan *
+vpManagerAdmit(vpManager *m, const char *name, const vpRequest *req, const vpCompactConfig *cfg,
+               GError **error)
 {
     const vpDomRecord *old = vpManagerRecord(m, name);
     if (old && old->running) {
@@ -261,14 +263,33 @@ vpManagerReserve(vpManager *m, const char *name, const vpRequest *req, GError **
         return NULL;
     if (vpManagerRelease(m, name))
         vpLogDomain(G_LOG_LEVEL_INFO, name, "stale record replaced by a new reservation");
-    g_autoptr(vpPlan) plan = vpPlace(m->topo, m->ledger, req, error);
-    if (!plan)
+    return vpPlaceCompact(m->topo, m->ledger, req, cfg, error);
+}
+
+const vpPlan *
+vpManagerHold(vpManager *m, const vpPlan *plan, GError **error)
+{
+    /* The moves are history once made: the ledger holds what each domain runs on. */
+    g_autoptr(vpPlan) held = vpPlanCopy(plan);
+    for (unsigned i = 0; i < held->nmoves; i++) {
+        g_free(held->moves[i].domain);
+        g_free(held->moves[i].reason);
+    }
+    g_clear_pointer(&held->moves, g_free);
+    held->nmoves = 0;
+    if (!record(m, held, held->how == VP_HOW_PINNED ? VP_DOM_PINNED : VP_DOM_RESERVED, error))
         return NULL;
-    if (!record(m, plan, plan->how == VP_HOW_PINNED ? VP_DOM_PINNED : VP_DOM_RESERVED, error))
-        return NULL;
-    vpDomRecord *rec = g_hash_table_lookup(m->records, name);
+    vpDomRecord *rec = g_hash_table_lookup(m->records, held->domain);
     rec->awaiting = TRUE;
-    return vpManagerPlan(m, name);
+    return vpManagerPlan(m, held->domain);
+}
+
+const vpPlan *
+vpManagerReserve(vpManager *m, const char *name, const vpRequest *req, GError **error)
+{
+    vpCompactConfig none = {.max_moves = 0};
+    g_autoptr(vpPlan) plan = vpManagerAdmit(m, name, req, &none, error);
+    return plan ? vpManagerHold(m, plan, error) : NULL;
 }
 
 GPtrArray *

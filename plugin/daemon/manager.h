@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include "core/compact.h"
 #include "core/ledger.h"
 #include "core/livepins.h"
 #include "core/plan.h"
@@ -68,6 +69,15 @@ gboolean vpManagerSave(vpManager *m, GError **error);
  * (VP_ERROR_REFUSED; a sync of it settles a stale record). Refusal: VP_ERROR_REFUSED. */
 const vpPlan *vpManagerReserve(vpManager *m, const char *name, const vpRequest *req,
                                GError **error);
+/* The same in two halves, for moves that make room (core/compact.h, at most
+ * cfg->max_moves): vpManagerAdmit() checks the request as above, forgets a stale record,
+ * and returns where the domain would go with the moves to make first (plan->moves);
+ * nothing is recorded. Once the ledger holds the moves (daemon/actuator.h), or when there
+ * are none, vpManagerHold() records the plan (without its moves) as vpManagerReserve()
+ * does; it fails, recording nothing, when the ledger no longer has room for it. */
+vpPlan *vpManagerAdmit(vpManager *m, const char *name, const vpRequest *req,
+                       const vpCompactConfig *cfg, GError **error);
+const vpPlan *vpManagerHold(vpManager *m, const vpPlan *plan, GError **error);
 /* Releases reservations whose start has not come within ttl_us (a start that failed
  * before libvirt ran the release hook, or a reserve that was never libvirt's). Returns
  * their names (caller frees). */

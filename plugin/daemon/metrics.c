@@ -414,6 +414,9 @@ vpMetricsCollect(const vpMetricsSources *src)
     vpMetricsAdd(m, "vcpuplace_intervals_total", fig.intervals, NULL);
     vpMetricsAdd(m, "vcpuplace_moves_total", fig.moves_total, "reason", "rebalance", NULL);
     vpMetricsAdd(m, "vcpuplace_move_failures_total", fig.failed_total, "reason", "rebalance", NULL);
+    vpMetricsAdd(m, "vcpuplace_moves_total", src->admission_moves, "reason", "admission", NULL);
+    vpMetricsAdd(m, "vcpuplace_move_failures_total", src->admission_failures, "reason", "admission",
+                 NULL);
     for (int r = 0; r < VP_REFUSAL_LAST; r++)
         vpMetricsAdd(m, "vcpuplace_refusals_total", src->refusals ? src->refusals[r] : 0, "reason",
                      vpRefusalName(r), NULL);

@@ -56,8 +56,10 @@ typedef struct {
     const vpManager *mgr;
     const vpBalance *balance;
     const vpCookies *cookies;
-    gboolean connected;  /* libvirt */
-    guint save_failures; /* consecutive failed ledger saves */
+    gboolean connected;         /* libvirt */
+    guint save_failures;        /* consecutive failed ledger saves */
+    guint64 admission_moves;    /* made for starts (daemon/admission.h) */
+    guint64 admission_failures; /* admissions whose moves libvirt refused */
     vpServerStats socket;
     const guint *refusals;     /* VP_REFUSAL_LAST counters, or NULL: none counted */
     vpCapacityCache *capacity; /* NULL: computed afresh */

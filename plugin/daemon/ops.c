@@ -4,9 +4,10 @@
  * vpDaemonProtocolReference() by the integration tier) come from it. The hook's
  * operations are answered on the socket thread from the manager alone, under the state
  * lock, and hand anything that needs libvirt to the main loop for after the reply
- * (libvirt may be blocked on the hook that asked). Operator commands read what the main
- * loop owns (the rebalancer's figures, the cookies) and may call libvirt: they are
- * answered there.
+ * (libvirt may be blocked on the hook that asked), but for the moves that make room for
+ * a start: those concern other domains, and the reserve waits for them, bounded
+ * (daemon/admission.h). Operator commands read what the main loop owns (the rebalancer's
+ * figures, the cookies) and may call libvirt: they are answered there.
  */
 #include "daemon/internal.h"
 #include "daemon/log.h"
@@ -153,7 +154,7 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     vpPolicyClear(&defaults);
     const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
     gboolean running = rec && rec->running;
-    const vpPlan *plan = want ? vpManagerReserve(d->mgr, name, want, error) : NULL;
+    const vpPlan *plan = want ? vpAdmissionReserve(d->admission, name, want, error) : NULL;
     /* Refused as running: if libvirt no longer runs it (a release never came), the sync
      * releases the stale record and the next start goes through. */
     setAfter(after, d, running ? name : NULL)->sync = running;
@@ -279,6 +280,7 @@ opStatus(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     addThreads(d, json_node_get_array(doms));
     vpCookiesAddStatus(d->cookies, o, json_node_get_array(doms));
     json_object_set_member(o, "hotplug", vpHotplugSummaryJson(d->hotplug));
+    json_object_set_member(o, "admission", vpAdmissionStatusJson(d->admission));
     json_object_set_member(o, "domains", doms);
     return reply;
 }
@@ -381,7 +383,8 @@ static const vpOp ops[] = {
      opReconnect},
     {"rewrite", "{name, xml}", "{xml?}",
      "hook, restore/migrate begin: the XML without vcpuplace's pins", TRUE, opRewrite},
-    {"status", "{name?}", "{uri, connected, topology, coresched, hotplug, domains: [...]}",
+    {"status", "{name?}",
+     "{uri, connected, topology, coresched, hotplug, admission, domains: [...]}",
      "what each domain holds and why", FALSE, opStatus},
     {"plan", "{xml}", "{plan}", "where the domain would go now, nothing recorded", FALSE, opPlan},
     {"topology", "{}", "{source, host_cpus, housekeeping_cpus, ledger, owners}",
