@@ -1,6 +1,7 @@
 /*
- * The rebalancer's re-expansion: a spread domain squeezed onto sibling PUs while the host
- * was full gets a whole core back once one is idle elsewhere.
+ * The rebalancer's re-expansion of squeezed spread domains: two vCPUs of a spread plan on
+ * one core (compaction put them on siblings, or no whole core was free at the start) get
+ * one of them onto a whole idle core (see vpRbReexpand).
  */
 #include "core/rebalint.h"
 
