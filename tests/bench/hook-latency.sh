@@ -4,9 +4,10 @@
 # turn by blocks of five: no hook; /bin/true as the hook (what libvirt's hook machinery costs by itself:
 # libvirt runs a hook three times per start); the vcpuplace hook with vcpuplaced
 # running. Besides the whole `virsh start` (noisy on a busy host), the time libvirtd spends
-# in the hook calls is read from its debug log, and the hook is timed alone (prepare
-# begin, as libvirt runs it). Prints the figures and writes JSON to $VP_BENCH_OUT
-# (default: hook-latency.json here).
+# in the hook calls is read from its debug log (to the millisecond: noisy too on a loaded
+# host), and the hook is timed alone, its three runs of a start interleaved with /bin/true
+# (below). Prints the figures and writes JSON to $VP_BENCH_OUT (default:
+# hook-latency.json here).
 #
 # Needs root and libvirtd (scripts/libvirt-env start). The hook binary is installed as it
 # is when it can find this run's daemon without a configuration file, i.e. when nothing
@@ -96,16 +97,32 @@ for ((i = 0; i < rounds; i += 5)); do
 done
 
 use_hook vcpuplace
+# The hook alone, as libvirt runs it at a start, interleaved with /bin/true so that the
+# host's load weighs on all alike, timed with bash's $EPOCHREALTIME (no fork of its own, as
+# $(date) would add): prepare begin (the reserve: XML to the daemon and its answer), start
+# begin (not handled: exits before reading anything), and release end standing in for
+# started begin (each a name-only round trip that the daemon answers at once; started
+# would have it pin a domain that is not running). Added per start: the three minus three
+# runs of /bin/true.
 # stdin from a file, not a pipe: the hook does not read it at release, and exits before
 # an echo into a pipe would have written (SIGPIPE, which pipefail made fatal).
 virsh dumpxml $guest >"$e2e_tmp/domain.xml"
-alone=""
+alone="" a_true="" a_start="" a_release="" a_added=""
 for ((i = 0; i < 100; i++)); do
-    t0=$(date +%s%N)
+    t0=${EPOCHREALTIME/./}
+    /bin/true $guest prepare begin - <"$e2e_tmp/domain.xml" >/dev/null
+    t1=${EPOCHREALTIME/./}
     "$hookpath" $guest prepare begin - <"$e2e_tmp/domain.xml" >/dev/null
-    t1=$(date +%s%N)
+    t2=${EPOCHREALTIME/./}
+    "$hookpath" $guest start begin - <"$e2e_tmp/domain.xml" >/dev/null
+    t3=${EPOCHREALTIME/./}
     "$hookpath" $guest release end - <"$e2e_tmp/domain.xml" >/dev/null
-    alone+="$(((t1 - t0) / 1000)) "
+    t4=${EPOCHREALTIME/./}
+    a_true+="$((t1 - t0)) "
+    alone+="$((t2 - t1)) "
+    a_start+="$((t3 - t2)) "
+    a_release+="$((t4 - t3)) "
+    a_added+="$((t4 - t1 - 3 * (t1 - t0))) "
 done
 
 med() { echo $1 | tr ' ' '\n' | grep . | median; }
@@ -113,6 +130,10 @@ m_none=$(med "${us[none]}")
 m_true=$(med "${us[true]}")
 m_vp=$(med "${us[vcpuplace]}")
 m_alone=$(med "$alone")
+m_atrue=$(med "$a_true")
+m_astart=$(med "$a_start")
+m_arelease=$(med "$a_release")
+m_aadded=$(med "$a_added")
 h_true=$(med "${hookms[true]}")
 h_vp=$(med "${hookms[vcpuplace]}")
 ms() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 1000 }'; }
@@ -126,7 +147,9 @@ echo "added by vcpuplace: $(diffms "$m_vp" "$m_none") ms over no hook," \
     "$(diffms "$m_vp" "$m_true") ms over libvirt's own hook cost"
 echo "inside libvirtd, the three hook calls of a start (median): $h_true ms for /bin/true," \
     "$h_vp ms for vcpuplace: $(minus "$h_vp" "$h_true") ms added by vcpuplace's hook and daemon"
-echo "hook prepare (reserve) alone, median of 100: $(ms "$m_alone") ms"
+echo "hook alone, median of 100 interleaved: /bin/true $(ms "$m_atrue") ms, prepare (reserve)" \
+    "$(ms "$m_alone") ms, start (ignored) $(ms "$m_astart") ms, release $(ms "$m_arelease") ms;" \
+    "added per start (prepare + start + release - 3 x /bin/true): $(ms "$m_aadded") ms"
 {
     printf '{"rounds": %d, "wrapper": "%s", "loadavg": "%s", "hook": "%s",\n' "$rounds" \
         "$wrapper" "$(cut -d' ' -f1-3 /proc/loadavg)" "$vpd_hook"
@@ -141,6 +164,9 @@ echo "hook prepare (reserve) alone, median of 100: $(ms "$m_alone") ms"
         "$(echo ${hookms[true]} | tr ' ' ',')" "$(echo ${hookms[vcpuplace]} | tr ' ' ',')"
     printf ' "median_hook_calls_ms": {"true": %s, "vcpuplace": %s},\n' "$h_true" "$h_vp"
     printf ' "median_hook_added_ms": %s,\n' "$(minus "$h_vp" "$h_true")"
-    printf ' "hook_prepare_alone_median_us": %s}\n' "$m_alone"
+    printf ' "hook_prepare_alone_median_us": %s, "alone_true_median_us": %s,\n' "$m_alone" "$m_atrue"
+    printf ' "alone_start_ignored_median_us": %s, "alone_release_median_us": %s,\n' \
+        "$m_astart" "$m_arelease"
+    printf ' "alone_added_per_start_median_us": %s}\n' "$m_aadded"
 } >"$out"
 echo "written: $out"

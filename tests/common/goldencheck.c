@@ -1,6 +1,6 @@
 #include "goldencheck.h"
 
-#include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 void
@@ -26,8 +26,44 @@ vpGoldenCheck(const char *name, const char *path, JsonNode *node)
     ck_assert_msg(strcmp(got, want) == 0, "%s: the result differs from %s:\n%s", name, path, got);
 }
 
-gint
-vpGoldenCompareNames(gconstpointer a, gconstpointer b)
+static gint
+compareNames(gconstpointer a, gconstpointer b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+GPtrArray *
+vpGoldenCases(const char *dir, gboolean (*keep)(const char *name))
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GDir) d = g_dir_open(dir, 0, &error);
+    GPtrArray *cases = g_ptr_array_new_with_free_func(g_free);
+    const char *entry;
+
+    if (!d)
+        g_error("%s", error->message);
+    while ((entry = g_dir_read_name(d))) {
+        if (!keep || keep(entry))
+            g_ptr_array_add(cases, g_strdup(entry));
+    }
+    g_ptr_array_sort(cases, compareNames);
+    return cases;
+}
+
+int
+vpGoldenRun(const char *suite, const TTest *test, const GPtrArray *cases, int timeout_s)
+{
+    Suite *s = suite_create(suite);
+    TCase *tc = tcase_create("cases");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(tc, timeout_s);
+    tcase_add_loop_test(tc, test, 0, cases->len);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

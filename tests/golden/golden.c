@@ -250,33 +250,18 @@ START_TEST(test_trace)
 }
 END_TEST
 
+static gboolean
+isTrace(const char *name)
+{
+    return g_str_has_suffix(name, ".jsonl");
+}
+
 static int
 runTraces(const char *topdir)
 {
-    g_autoptr(GDir) dir = NULL;
-    const char *entry;
-    Suite *s = suite_create("golden-traces");
-    TCase *tc = tcase_create("traces");
-    SRunner *sr;
-    int failed;
-
     tracedir = g_build_filename(topdir, "tests", "golden", "traces", NULL);
-    dir = g_dir_open(tracedir, 0, NULL);
-    g_assert(dir);
-    cases = g_ptr_array_new_with_free_func(g_free);
-    while ((entry = g_dir_read_name(dir))) {
-        if (g_str_has_suffix(entry, ".jsonl"))
-            g_ptr_array_add(cases, g_strdup(entry));
-    }
-    g_ptr_array_sort(cases, vpGoldenCompareNames);
-    tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, test_trace, 0, cases->len);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    cases = vpGoldenCases(tracedir, isTrace);
+    return vpGoldenRun("golden-traces", test_trace, cases, 120);
 }
 
 static bool
@@ -289,47 +274,31 @@ usesShared(const char *dir)
            g_key_file_has_key(kf, "case", "topology-file", NULL);
 }
 
+/* Cases on ../shared/topologies or on the project's own, as this run wants. */
+static bool want_shared;
+
+static gboolean
+wanted(const char *name)
+{
+    return usesShared(name) == want_shared;
+}
+
 int
 main(int argc, char **argv)
 {
     const char *topdir = g_getenv("VP_TOPDIR");
-    g_autofree char *dirpath = NULL;
-    g_autoptr(GDir) dir = NULL;
-    bool want_shared = argc > 1 && strcmp(argv[1], "shared") == 0;
-    const char *entry;
-    Suite *s;
-    TCase *tc;
-    SRunner *sr;
-    int failed;
 
     g_assert(topdir);
     if (argc > 1 && strcmp(argv[1], "traces") == 0)
         return runTraces(topdir);
-    dirpath = g_build_filename(topdir, "tests", "golden", "cases", NULL);
-    casedir = dirpath;
+    want_shared = argc > 1 && strcmp(argv[1], "shared") == 0;
+    casedir = g_build_filename(topdir, "tests", "golden", "cases", NULL);
     shared = g_getenv("VP_SHARED_TOPOLOGIES");
     if (want_shared && (!shared || !g_file_test(shared, G_FILE_TEST_IS_DIR))) {
         printf("SKIP: %s is absent; golden cases on real machines' topologies not run\n",
                shared ? shared : "VP_SHARED_TOPOLOGIES");
         return SKIP;
     }
-    cases = g_ptr_array_new_with_free_func(g_free);
-    dir = g_dir_open(casedir, 0, NULL);
-    g_assert(dir);
-    while ((entry = g_dir_read_name(dir))) {
-        if (usesShared(entry) == want_shared)
-            g_ptr_array_add(cases, g_strdup(entry));
-    }
-    g_ptr_array_sort(cases, vpGoldenCompareNames);
-
-    s = suite_create(want_shared ? "golden-shared" : "golden-synthetic");
-    tc = tcase_create("cases");
-    tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_case, 0, cases->len);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    cases = vpGoldenCases(casedir, wanted);
+    return vpGoldenRun(want_shared ? "golden-shared" : "golden-synthetic", test_case, cases, 60);
 }

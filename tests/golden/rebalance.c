@@ -310,31 +310,9 @@ END_TEST
 int
 main(void)
 {
-    g_autoptr(GDir) dir = NULL;
-    const char *entry;
-    Suite *s;
-    TCase *tc;
-    SRunner *sr;
-    int failed;
-
     topdir = g_getenv("VP_TOPDIR");
     g_assert(topdir);
     casedir = g_build_filename(topdir, "tests", "golden", "rebalance", NULL);
-    dir = g_dir_open(casedir, 0, NULL);
-    g_assert(dir);
-    cases = g_ptr_array_new_with_free_func(g_free);
-    while ((entry = g_dir_read_name(dir)))
-        g_ptr_array_add(cases, g_strdup(entry));
-    g_ptr_array_sort(cases, vpGoldenCompareNames);
-
-    s = suite_create("golden-rebalance");
-    tc = tcase_create("cases");
-    tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, test_case, 0, cases->len);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    cases = vpGoldenCases(casedir, NULL);
+    return vpGoldenRun("golden-rebalance", test_case, cases, 120);
 }

@@ -9,6 +9,7 @@
  * SCHED_CORE (this project's build machine) every domain reads "unsupported", with the
  * kernel's answer, logged once however many domains run.
  */
+#include "checkmain.h"
 #include "harness.h"
 
 #include "daemon/daemon.h"
@@ -243,13 +244,11 @@ START_TEST(test_hotplug_without_events)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("cookies-hotplug");
     TCase *tc = tcase_create("daemon");
-    SRunner *sr;
-    int failed;
 
     g_log_set_writer_func(countingWriter, NULL, NULL);
     tcase_add_checked_fixture(tc, setup, teardownTmp);
@@ -257,9 +256,5 @@ main(void)
     tcase_add_test(tc, test_cookie_state_reported);
     tcase_add_test(tc, test_hotplug_without_events);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -6,6 +6,7 @@
  * The test driver pins but runs nothing: /proc has no threads to compare (the e2e tier's
  * job).
  */
+#include "checkmain.h"
 #include "harness.h"
 
 #include "core/ledger.h"
@@ -273,13 +274,11 @@ START_TEST(test_non_qemu_left_alone)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("integration-numa");
     TCase *tc = tcase_create("integration");
-    SRunner *sr;
-    int failed;
 
     if (!g_getenv("VP_VERBOSE"))
         g_log_set_writer_func(quietWriter, NULL, NULL);
@@ -293,9 +292,5 @@ main(void)
     tcase_add_test(tc, test_placement_auto_memory_follows);
     tcase_add_test(tc, test_non_qemu_left_alone);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -5,6 +5,7 @@
  */
 #include "daemon/server.h"
 #include "proto/proto.h"
+#include "checkmain.h"
 
 #include <check.h>
 #include <errno.h>
@@ -259,13 +260,11 @@ START_TEST(test_silent_make_room)
 }
 END_TEST
 
-int
-main(void)
+Suite *
+vpTestSuite(void)
 {
     Suite *s = suite_create("server");
     TCase *tc = tcase_create("bounds");
-    SRunner *sr;
-    int failed;
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
@@ -275,9 +274,5 @@ main(void)
     tcase_add_test(tc, test_hook_slots);
     tcase_add_test(tc, test_silent_make_room);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }
