@@ -87,7 +87,7 @@ static void clientRead(vpClient *c);
 static void clientFlush(vpClient *c);
 static gboolean clientConsume(vpClient *c);
 static void clientResume(vpClient *c);
-static void clientRefuse(vpClient *c, const char *why, gint *counter);
+static void clientRefuse(vpClient *c, const char *why, gint *counter, gboolean retry);
 
 static vpServer *
 serverRef(vpServer *srv)
@@ -228,7 +228,7 @@ clientHandleLine(vpClient *c, const char *line, gsize len)
         if (!op || !vpProtoIsHookOp(op)) {
             c->asked = TRUE;
             clientRefuse(c, "too many connections to vcpuplaced; try again",
-                         &c->srv->stats.refused_full);
+                         &c->srv->stats.refused_full, TRUE);
             return;
         }
     }
@@ -334,7 +334,7 @@ clientConsume(vpClient *c)
     if (too_long && !c->closed && c->srv) {
         g_autofree char *msg = g_strdup_printf(
             "message exceeds %d bytes without a newline; closing", VP_PROTO_MAX_MESSAGE);
-        clientRefuse(c, msg, &c->srv->stats.refused_long);
+        clientRefuse(c, msg, &c->srv->stats.refused_long, FALSE);
         return FALSE;
     }
     return !c->closed && c->srv;
@@ -414,13 +414,17 @@ serverLogLimited(vpServer *srv, const char *peer, const char *what)
 /* Answers a peer that is not served with why, closes it once that is written, counts it
  * and logs it. */
 static void
-clientRefuse(vpClient *c, const char *why, gint *counter)
+clientRefuse(vpClient *c, const char *why, gint *counter, gboolean retry)
 {
     g_atomic_int_inc(counter);
     g_autofree char *what = g_strdup_printf("refused: %s", why);
     serverLogLimited(c->srv, c->peer, what);
     c->closing = TRUE;
-    clientQueue(c, vpProtoReplyError(why, FALSE), NULL);
+    JsonNode *reply = vpProtoReplyError(why, FALSE);
+    /* Full for now, not failed: the hook connects again until its deadline. */
+    if (retry)
+        json_object_set_boolean_member(json_node_get_object(reply), "retry", TRUE);
+    clientQueue(c, reply, NULL);
 }
 
 /* Closes the connection silent longest, if one has been silent long enough. */
@@ -545,14 +549,15 @@ onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gp
                                    (int)uid)
                  : g_strdup_printf("permission denied: peer credentials unavailable: %s",
                                    err->message);
-        clientRefuse(c, msg, &srv->stats.refused_peer);
+        clientRefuse(c, msg, &srv->stats.refused_peer, FALSE);
         return TRUE;
     }
     /* Every slot busy with a request or a peer that spoke (silent ones made room above):
      * refused at once, so that a burst of idle peers cannot queue ahead of hooks in the
      * backlog. */
     if (n > VP_SERVER_MAX_CLIENTS) {
-        clientRefuse(c, "too many connections to vcpuplaced; try again", &srv->stats.refused_full);
+        clientRefuse(c, "too many connections to vcpuplaced; try again", &srv->stats.refused_full,
+                     TRUE);
         return TRUE;
     }
     clientRead(c);

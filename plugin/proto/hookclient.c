@@ -212,6 +212,7 @@ vpHookReplyDecode(const char *text, size_t len, vpHookReply *reply)
             say(reply, VP_HOOK_PROTOCOL, "out of memory");
     } else {
         json_t *error = json_object_get(root, "error");
+        reply->retry = json_is_true(json_object_get(root, "retry"));
         say(reply,
             json_is_true(json_object_get(root, "refused")) ? VP_HOOK_REFUSED : VP_HOOK_FAILED, "%s",
             json_is_string(error) ? json_string_value(error)
@@ -220,11 +221,10 @@ vpHookReplyDecode(const char *text, size_t len, vpHookReply *reply)
     json_decref(root);
 }
 
-void
-vpHookCallDaemon(const char *path, const char *line, size_t len, int timeout_ms, vpHookReply *reply)
+static void
+callOnce(const char *path, const char *line, size_t len, long long deadline, vpHookReply *reply)
 {
     memset(reply, 0, sizeof(*reply));
-    long long deadline = nowMs() + timeout_ms;
     int fd = connectTo(path, deadline, reply);
     if (fd < 0)
         return;
@@ -244,6 +244,23 @@ vpHookCallDaemon(const char *path, const char *line, size_t len, int timeout_ms,
     }
     vpHookReplyDecode(text, n, reply);
     free(text);
+}
+
+/* A daemon with every connection slot taken (a flood of idle peers) says so and closes:
+ * as with a full listen queue, the hook tries again until its deadline. */
+void
+vpHookCallDaemon(const char *path, const char *line, size_t len, int timeout_ms, vpHookReply *reply)
+{
+    long long deadline = nowMs() + timeout_ms;
+    int pause_ms = 1;
+    for (;;) {
+        callOnce(path, line, len, deadline, reply);
+        if (!reply->retry || nowMs() + pause_ms >= deadline)
+            return;
+        vpHookReplyClear(reply);
+        poll(NULL, 0, pause_ms);
+        pause_ms = pause_ms < 16 ? pause_ms * 2 : 16;
+    }
 }
 
 void

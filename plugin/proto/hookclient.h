@@ -26,10 +26,12 @@ typedef struct {
     vpHookStatus status;
     char *xml;      /* a string member "xml" of an ok reply, else NULL (free()) */
     char what[512]; /* why, for every status but OK */
+    bool retry;     /* the daemon was full: "retry": true in its reply */
 } vpHookReply;
 
 /* Sends line (len bytes, ending in a newline) to the socket at path and reads one reply,
- * all within timeout_ms. A full listen queue is waited out until then. */
+ * all within timeout_ms. A full listen queue, and a daemon that answers it is full, are
+ * waited out until then. */
 void vpHookCallDaemon(const char *path, const char *line, size_t len, int timeout_ms,
                       vpHookReply *reply);
 

@@ -126,7 +126,10 @@ for h in a b; do
         e2e_fail "libvirtd of host $h does not answer; see $e2e_tmp/$h/libvirtd.log"
     got=$(ns_run "$h" virsh capabilities | sed -n 's:.*<uuid>\(.*\)</uuid>.*:\1:p' | head -n 1)
     e2e_expect_eq "host $h: libvirt's host UUID" "${uuid[$h]}" "$got"
-    ns_run "$h" "$daemon" --config "$e2e_tmp/$h/vcpuplaced.conf" >>"$e2e_tmp/$h/vcpuplaced.log" 2>&1 &
+    # nsenter itself, not ns_run: a function in the background is a subshell, and its pid
+    # (what teardown killed) left vcpuplaced running, holding the e2e lock it inherited.
+    nsenter -t "${holder[$h]}" -m -u -n -- "$daemon" --config "$e2e_tmp/$h/vcpuplaced.conf" \
+        >>"$e2e_tmp/$h/vcpuplaced.log" 2>&1 &
     vpd[$h]=$!
     vp_wait_until 20 sh -c "'$cli' status --config '$e2e_tmp/$h/vcpuplaced.conf' | grep -q '(connected)'" ||
         e2e_fail "vcpuplaced of host $h not connected"
