@@ -283,7 +283,7 @@ START_TEST(test_full_retried_by_hook)
         if (i < 224) {
             sendAll(peers[i], "{\"op\":\"status\"}\n");
             g_autofree char *reply = readLine(peers[i], 10000);
-            ck_assert_str_eq(reply, "{\"ok\":true}");
+            ck_assert_str_eq(reply, "{\"ok\":true,\"format\":1}");
         } else {
             sendAll(peers[i], "{\"op\":\"reserve\",\"name\":\"hold\"}\n");
         }
