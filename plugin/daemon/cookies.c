@@ -259,11 +259,12 @@ collect(vpCookies *c)
     for (guint i = 0; i < all->len; i++) {
         const char *name = all->pdata[i];
         const vpDomRecord *rec = vpManagerRecord(mgr, name);
-        if (rec->state == VP_DOM_RESERVED)
-            continue; /* QEMU is not there yet */
+        if (!rec || rec->state == VP_DOM_RESERVED)
+            continue; /* released meanwhile, or QEMU is not there yet */
         vpDomCookies *dc = g_new0(vpDomCookies, 1);
         dc->name = g_strdup(name);
-        if (!domPolicy(c, name, dc)) {
+        /* domPolicy lets the state lock go: the domain may be released meanwhile. */
+        if (!domPolicy(c, name, dc) || !vpManagerRecord(mgr, name)) {
             domFree(dc);
             continue;
         }

@@ -179,12 +179,12 @@ cmpStr(gconstpointer a, gconstpointer b)
 GPtrArray *
 vpManagerNames(const vpManager *m)
 {
-    GPtrArray *names = g_ptr_array_new();
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
     GHashTableIter it;
     gpointer key;
     g_hash_table_iter_init(&it, m->records);
     while (g_hash_table_iter_next(&it, &key, NULL))
-        g_ptr_array_add(names, key);
+        g_ptr_array_add(names, g_strdup(key));
     g_ptr_array_sort(names, cmpStr);
     return names;
 }

@@ -54,7 +54,8 @@ const vpLedger *vpManagerLedger(const vpManager *m);
 const vpPolicy *vpManagerDefaults(const vpManager *m);
 const vpDomRecord *vpManagerRecord(const vpManager *m, const char *name);
 const vpPlan *vpManagerPlan(const vpManager *m, const char *name);
-/* Names of every recorded domain, sorted (caller frees the array only). */
+/* Names of every recorded domain, sorted, copied: a caller that lets the state lock go
+ * (a release on the socket thread frees the record's own name) still holds them. */
 GPtrArray *vpManagerNames(const vpManager *m);
 /* Changed since the last vpManagerSave(). */
 gboolean vpManagerDirty(const vpManager *m);

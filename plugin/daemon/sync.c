@@ -374,10 +374,7 @@ fullSync(vpDaemon *d, virConnectPtr conn)
 
     /* Release first: what the gone held is free for the domains synced below, whose live
      * pins may have moved onto it while vcpuplace was not looking. */
-    g_autoptr(GPtrArray) before = vpManagerNames(d->mgr);
-    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-    for (guint i = 0; i < before->len; i++)
-        g_ptr_array_add(names, g_strdup(before->pdata[i]));
+    g_autoptr(GPtrArray) names = vpManagerNames(d->mgr);
     guint released = vpManagerReleaseGone(d->mgr, running, VP_RESERVE_GRACE_US);
     for (guint i = 0; i < names->len && released; i++) {
         if (!vpManagerRecord(d->mgr, names->pdata[i]))
