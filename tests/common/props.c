@@ -219,8 +219,16 @@ wholeFreeCoreFor(const vpTopology *topo, const vpLedger *ledger, const vpRequest
     return false;
 }
 
+/* Two smt=share domains accept each other as neighbours; anyone else beside a share domain
+ * is a stranger to it. */
+static bool
+shareBoth(const vpPlan *a, const vpPlan *b)
+{
+    return a->policy.smt == VP_SMT_SHARE && b->policy.smt == VP_SMT_SHARE;
+}
+
 /* No placement beside a stranger while a whole free core could hold it, counting memory:
- * isolate, pack and spread take a stranger's sibling only when no such core is left. */
+ * every policy takes a stranger's sibling only when no such core is left. */
 static gboolean
 checkSiblings(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
               const vpPlan *plan, GError **error)
@@ -228,7 +236,7 @@ checkSiblings(const vpTopology *topo, const vpLedger *ledger, const vpRequest *r
     g_autoptr(vpBitmap) held = vpPlanHeld(plan);
     int cpu;
 
-    if (plan->policy.smt == VP_SMT_SHARE || plan->how != VP_HOW_PLACED)
+    if (plan->how != VP_HOW_PLACED)
         return TRUE;
     hwloc_bitmap_foreach_begin(cpu, held)
     {
@@ -244,7 +252,7 @@ checkSiblings(const vpTopology *topo, const vpLedger *ledger, const vpRequest *r
             vpOwner o = vpLedgerOwner(ledger, core->pus[i]);
             const vpPlan *other = o.domain ? vpLedgerLookup(ledger, o.domain) : NULL;
 
-            if (other && !trusted(plan, other) &&
+            if (other && !trusted(plan, other) && !shareBoth(plan, other) &&
                 wholeFreeCoreFor(topo, ledger, req, plan, held, vcpu, cpu))
                 return fail(error,
                             "CPU %d shares a core with untrusted '%s' while a whole free core "
