@@ -238,19 +238,32 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
     return TRUE;
 }
 
+/* Whether a pick puts a vCPU beside a stranger: a VM of another cookie, or for a VM that is
+ * not smt=share, a share VM too (share VMs accept any neighbour, the others do not). */
+static bool
+meetsStranger(const vpCtx *ctx, const vpPick *pick)
+{
+    for (int i = 0; i < pick->n; i++) {
+        vpRel rel = ctx->rel[vpTopologyPU(ctx->topo, pick->pus[i])->core];
+
+        if (rel == REL_FOREIGN || (rel == REL_SHARE && ctx->req->policy.smt != VP_SMT_SHARE))
+            return true;
+    }
+    return false;
+}
+
 /* Tries one part under the masks that apply, strictest first: off the CPUs of the domain's
  * own emulator and iothread pins (Nova often pins the emulator inside the vCPUs' cpuset, so
  * only a preference), the preferred nodes, nodes no other part took (cells on distinct
- * nodes), then any allowed node. */
+ * nodes), then any allowed node. need: the memory each allowed node must have free; room:
+ * the memory ask per node of a spanning part, or NULL. */
 static bool
-placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t taken,
-          vpChoice *choice, bool **last)
+tryMasks(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t taken, guint64 need,
+         const int *room, vpChoice *choice, bool **last)
 {
     vpLocality locality = ctx->req->policy.locality;
     hwloc_const_bitmap_t only[] = {part->prefer, NULL};
     hwloc_const_bitmap_t avoid[] = {taken, NULL};
-    guint64 need = partSpans(part) ? partShare(part) : part->memory;
-    g_autofree int *room = partSpans(part) ? partRoom(ctx, plan, part) : NULL;
 
     if (part->one_node && locality != VP_LOCALITY_L3)
         locality = VP_LOCALITY_NUMA;
@@ -273,6 +286,33 @@ placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t tak
         }
     }
     return false;
+}
+
+/* A part on nodes that each hold its whole memory, as long as that meets no stranger: such
+ * nodes keep a VM's memory on few nodes and leave other nodes' memory to the free cores
+ * there. A part that may span nodes and meets a stranger there, or finds no room, is then
+ * searched with the memory ask per node (a vCPU's share for each vCPU a node takes), which
+ * lets it use a free core on a node that holds only its share; taken when it finds room. */
+static bool
+placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t taken,
+          vpChoice *choice, bool **last)
+{
+    g_autofree int *room = partSpans(part) ? partRoom(ctx, plan, part) : NULL;
+    bool found = tryMasks(ctx, plan, part, taken, part->memory, NULL, choice, last);
+    vpChoice alt = {0};
+
+    if (!room || (found && !meetsStranger(ctx, &choice->pick)))
+        return found;
+    vpPlacerPickInit(&alt.pick, part->n);
+    if (tryMasks(ctx, plan, part, taken, partShare(part), room, &alt, last)) {
+        vpChoice tmp = *choice;
+
+        *choice = alt;
+        alt = tmp;
+        found = true;
+    }
+    vpPlacerPickClear(&alt.pick);
+    return found;
 }
 
 /* The policy's own fallbacks for a part placePart() could not place, still inside the hard
