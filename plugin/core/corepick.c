@@ -118,10 +118,13 @@ pickSpread(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
     bool progress = true;
 
     for (int i = 0; i < g->ncores && pick->n < n; i++) {
-        if (coreIdle(ctx, g->cores[i])) {
+        int before = pick->n;
+
+        /* a node whose memory holds no more of the VM gives it no core */
+        if (coreIdle(ctx, g->cores[i]))
             takeFree(ctx, g->cores[i], 1, pick, n);
+        if (pick->n > before)
             taken[ntaken++] = g->cores[i];
-        }
     }
     while (tier >= TIER_SPREAD_OWN && pick->n < n && progress) {
         int before = pick->n;
