@@ -5,7 +5,10 @@
  * of an interleave nodeset (vCPUs spread evenly over it), else a single part placed by the
  * policy's own locality. A part's memory must fit the node(s) that take it: the node's
  * memory less the host reserve and what the ledger and the part's siblings hold (or the
- * node's huge page pool of the domain's size). Nodes whose memory is unknown are no limit.
+ * node's huge page pool of the domain's size). A part that may span nodes holds memory on
+ * each in proportion to its vCPUs there; it is first placed on nodes that each hold all of
+ * it, and where that meets a stranger, with each node asked for its share only (placePart).
+ * Nodes whose memory is unknown are no limit.
  */
 #include "core/placerpriv.h"
 
