@@ -40,6 +40,7 @@ takeFree(const vpCtx *ctx, int c, int limit, vpPick *pick, int n)
 {
     const vpCore *core = vpTopologyCore(ctx->topo, c);
 
+    limit = MIN(limit, vpPlacerNodeRoom(ctx, pick, core->pus[0]));
     for (int i = 0; i < core->npus && pick->n < n && limit > 0; i++) {
         int pu = core->pus[i];
         bool used = false;
@@ -79,7 +80,8 @@ pickIsolate(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
     for (int i = 0; i < g->ncores && pick->n < n; i++) {
         int c = g->cores[i];
 
-        if (!coreWhole(ctx, c))
+        if (!coreWhole(ctx, c) ||
+            vpPlacerNodeRoom(ctx, pick, vpTopologyCore(ctx->topo, c)->pus[0]) < 1)
             continue;
         takeFree(ctx, c, 1, pick, n);
         reserveRest(ctx, c, pick);
@@ -97,7 +99,10 @@ pickPack(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
         for (int i = 0; i < g->ncores && pick->n < n; i++) {
             int c = g->cores[i];
 
-            if (!coreWhole(ctx, c) || vpTopologyCore(ctx->topo, c)->npus != size)
+            /* a core its node's memory cannot fill would break the guest's thread pairs */
+            if (!coreWhole(ctx, c) || vpTopologyCore(ctx->topo, c)->npus != size ||
+                vpPlacerNodeRoom(ctx, pick, vpTopologyCore(ctx->topo, c)->pus[0]) <
+                    MIN(size, n - pick->n))
                 continue;
             takeFree(ctx, c, size, pick, n);
             reserveRest(ctx, c, pick);
@@ -113,10 +118,13 @@ pickSpread(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
     bool progress = true;
 
     for (int i = 0; i < g->ncores && pick->n < n; i++) {
-        if (coreIdle(ctx, g->cores[i])) {
+        int before = pick->n;
+
+        /* a node whose memory holds no more of the VM gives it no core */
+        if (coreIdle(ctx, g->cores[i]))
             takeFree(ctx, g->cores[i], 1, pick, n);
+        if (pick->n > before)
             taken[ntaken++] = g->cores[i];
-        }
     }
     while (tier >= TIER_SPREAD_OWN && pick->n < n && progress) {
         int before = pick->n;
@@ -540,7 +548,7 @@ vpPlacerPickOvercommit(const vpCtx *ctx, int n, vpChoice *choice)
     for (int want = 0; want <= maxholders && choice->pick.n < n; want++) {
         for (int pu = 0; pu < npus && choice->pick.n < n; pu++) {
             if (vpTopologyPU(ctx->topo, pu)->usable && (!ctx->ok || ctx->ok[pu]) &&
-                shareHolders(ctx, pu) == want)
+                vpPlacerNodeRoom(ctx, &choice->pick, pu) > 0 && shareHolders(ctx, pu) == want)
                 choice->pick.pus[choice->pick.n++] = pu;
         }
     }

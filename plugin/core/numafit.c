@@ -6,7 +6,10 @@
  * policy's own locality. A part's memory must fit the node(s) that take it: the node's
  * memory less the host reserve and what the ledger and the part's siblings hold (or the
  * node's huge page pool of the part's size: a guest cell's own <page nodeset>, else the
- * domain's). Nodes whose memory is unknown are no limit.
+ * domain's). A part that may span nodes holds memory on each in proportion to its vCPUs
+ * there; it is first placed on nodes that each hold all of it, and where that meets a
+ * stranger, with each node asked for its share only (placePart). Nodes whose memory is
+ * unknown are no limit.
  */
 #include "core/placerpriv.h"
 
@@ -51,8 +54,8 @@ vpPlacerNodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page)
 }
 
 /* The mask for one part: usable PUs inside the cpuset, on allowed nodes (hard, then the
- * given extra limits), whose node has need bytes free. The first try asks room for the
- * whole part on each node; the last asks none, and the split is checked once known. */
+ * given extra limits), whose node has need bytes free: a one-node part asks its whole
+ * memory, a part that may span nodes one vCPU's share (vpPlacerNodeRoom caps the rest). */
 bool *
 vpPlacerPartMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
                  hwloc_const_bitmap_t only, hwloc_const_bitmap_t avoid, bool off_own)
@@ -82,6 +85,64 @@ vpPlacerPartMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint
                    hwloc_bitmap_isset(ctx->req->iothread_pin, p->os));
     }
     return ok;
+}
+
+/* A part that may span nodes puts its memory where its vCPUs run, in proportion (first
+ * touch under the domain's nodeset, as QEMU's single memory backend of a guest without
+ * cells gets it): its memory per vCPU is a share, the first node also holds the
+ * remainder. */
+static bool
+partSpans(const vpPart *part)
+{
+    return !part->one_node && part->memory && part->n > 1;
+}
+
+static guint64
+partShare(const vpPart *part)
+{
+    return part->memory / part->n + part->memory % part->n;
+}
+
+/* How many of a spanning part's vCPUs each node's free memory holds (the remainder counted
+ * on every node, so that partMemory's split always fits); NULL when every node holds them
+ * all, the part's memory then binding nothing. */
+static int *
+partRoom(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
+{
+    int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
+    guint64 each = part->memory / part->n, rest = part->memory % part->n;
+    int *room = g_new(int, nnodes);
+    bool binds = false;
+
+    for (int g = 0; g < nnodes; g++) {
+        guint64 free = vpPlacerNodeFree(ctx, plan, g, partPage(ctx, part));
+
+        if (free == G_MAXUINT64 || free >= part->memory)
+            room[g] = (int)part->n;
+        else if (free < rest + each)
+            room[g] = 0;
+        else
+            room[g] = (int)MIN((free - rest) / MAX(each, 1), (guint64)part->n);
+        binds |= room[g] < (int)part->n;
+    }
+    if (!binds)
+        g_clear_pointer(&room, g_free);
+    return room;
+}
+
+/* vCPUs the node of logical PU pu may still take beyond those the pick has there: the
+ * memory ask per node of a spanning part (ctx->room), else no limit. */
+int
+vpPlacerNodeRoom(const vpCtx *ctx, const vpPick *pick, int pu)
+{
+    int g, used = 0;
+
+    if (!ctx->room)
+        return G_MAXINT;
+    g = vpTopologyNodeOfPU(ctx->topo, pu);
+    for (int i = 0; i < pick->n; i++)
+        used += vpTopologyNodeOfPU(ctx->topo, pick->pus[i]) == g;
+    return MAX(ctx->room[g] - used, 0);
 }
 
 /* The vpPlacerSearch with the policy's own fallbacks (unmet=degrade), as for a whole domain.
@@ -180,13 +241,28 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
     return TRUE;
 }
 
+/* Whether a pick puts a vCPU beside a stranger: a VM of another cookie, or for a VM that is
+ * not smt=share, a share VM too (share VMs accept any neighbour, the others do not). */
+static bool
+meetsStranger(const vpCtx *ctx, const vpPick *pick)
+{
+    for (int i = 0; i < pick->n; i++) {
+        vpRel rel = ctx->rel[vpTopologyPU(ctx->topo, pick->pus[i])->core];
+
+        if (rel == REL_FOREIGN || (rel == REL_SHARE && ctx->req->policy.smt != VP_SMT_SHARE))
+            return true;
+    }
+    return false;
+}
+
 /* Tries one part under the masks that apply, strictest first: off the CPUs of the domain's
  * own emulator and iothread pins (Nova often pins the emulator inside the vCPUs' cpuset, so
  * only a preference), the preferred nodes, nodes no other part took (cells on distinct
- * nodes), then any allowed node. */
+ * nodes), then any allowed node. need: the memory each allowed node must have free; room:
+ * the memory ask per node of a spanning part, or NULL. */
 static bool
-placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t taken,
-          vpChoice *choice, bool **last)
+tryMasks(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t taken, guint64 need,
+         const int *room, vpChoice *choice, bool **last)
 {
     vpLocality locality = ctx->req->policy.locality;
     hwloc_const_bitmap_t only[] = {part->prefer, NULL};
@@ -197,13 +273,15 @@ placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t tak
     for (int own = ctx->req->emulator_pin || ctx->req->iothread_pin ? 1 : 0; own >= 0; own--) {
         for (gsize o = part->prefer ? 0 : 1; o < G_N_ELEMENTS(only); o++) {
             for (gsize a = taken && part->one_node ? 0 : 1; a < G_N_ELEMENTS(avoid); a++) {
-                bool *ok = vpPlacerPartMask(ctx, plan, part, part->memory, only[o], avoid[a], own);
+                bool *ok = vpPlacerPartMask(ctx, plan, part, need, only[o], avoid[a], own);
                 bool found;
 
                 g_free(*last);
                 *last = ok;
                 vpPlacerCtxSetMask(ctx, ok);
+                ctx->room = room;
                 found = vpPlacerSearch(ctx, ctx->req->policy.smt, locality, part->n, choice);
+                ctx->room = NULL;
                 vpPlacerCtxSetMask(ctx, NULL);
                 if (found)
                     return true;
@@ -213,16 +291,50 @@ placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t tak
     return false;
 }
 
+/* A part on nodes that each hold its whole memory, as long as that meets no stranger: such
+ * nodes keep a VM's memory on few nodes and leave other nodes' memory to the free cores
+ * there. A part that may span nodes and meets a stranger there, or finds no room, is then
+ * searched with the memory ask per node (a vCPU's share for each vCPU a node takes), which
+ * lets it use a free core on a node that holds only its share; taken when it finds room. */
+static bool
+placePart(vpCtx *ctx, vpPlan *plan, const vpPart *part, hwloc_const_bitmap_t taken,
+          vpChoice *choice, bool **last)
+{
+    g_autofree int *room = partSpans(part) ? partRoom(ctx, plan, part) : NULL;
+    bool found = tryMasks(ctx, plan, part, taken, part->memory, NULL, choice, last);
+    vpChoice alt = {0};
+
+    if (!room || (found && !meetsStranger(ctx, &choice->pick)))
+        return found;
+    vpPlacerPickInit(&alt.pick, part->n);
+    if (tryMasks(ctx, plan, part, taken, partShare(part), room, &alt, last)) {
+        vpChoice tmp = *choice;
+
+        *choice = alt;
+        alt = tmp;
+        found = true;
+    }
+    vpPlacerPickClear(&alt.pick);
+    return found;
+}
+
 /* The policy's own fallbacks for a part placePart() could not place, still inside the hard
  * limits and the memory; the refusal when they fail too. last: the mask of placePart's last
- * try (any node, off nothing, the part's memory on each node), taken over. */
+ * try (any node, off nothing, the memory ask per node), taken over. A one-node part asks no
+ * memory here, its node's is checked once it is known (partMemory); a spanning part keeps
+ * its ask per node, and is searched without it only to be refused with the node short of
+ * memory. */
 static bool
 fallbackPart(vpCtx *ctx, vpPlan *plan, const vpPart *part, bool *last, vpChoice *choice,
              GError **error)
 {
     vpLocality locality = ctx->req->policy.locality;
+    bool spans = partSpans(part);
+    g_autofree int *room = spans ? partRoom(ctx, plan, part) : NULL;
     g_autofree bool *ok =
-        part->memory ? vpPlacerPartMask(ctx, plan, part, 0, NULL, NULL, false) : last;
+        part->memory
+            ? vpPlacerPartMask(ctx, plan, part, spans ? partShare(part) : 0, NULL, NULL, false)
+            : last;
     /* that last try searched this locality: where its mask is this one too, the vpPlacerSearch
      * need not run again */
     bool failed = !(part->one_node && locality == VP_LOCALITY_L3) &&
@@ -233,8 +345,18 @@ fallbackPart(vpCtx *ctx, vpPlan *plan, const vpPart *part, bool *last, vpChoice 
         g_free(last);
 
     vpPlacerCtxSetMask(ctx, ok);
+    ctx->room = room;
     found = searchPart(ctx, plan, part->one_node ? VP_LOCALITY_NUMA : locality, part->n, failed,
                        choice);
+    ctx->room = NULL;
+    if (!found && room) {
+        /* placed without the ask, so that partMemory names the node whose memory falls
+         * short; where the split fits after all, it stands */
+        g_autofree bool *any = vpPlacerPartMask(ctx, plan, part, 0, NULL, NULL, false);
+
+        vpPlacerCtxSetMask(ctx, any);
+        found = searchPart(ctx, plan, locality, part->n, false, choice);
+    }
     if (!found) {
         g_autofree char *why = vpPlacerPartRefusal(ctx, plan, part);
 

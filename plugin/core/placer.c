@@ -50,7 +50,9 @@ vpPlanDegrade(vpPlan *plan, const char *fmt, ...)
 }
 
 /* Guest threads per core that line up with the host cores pack took: the largest divisor
- * of the smallest core's size that also divides the vCPU count. */
+ * of the smallest core's size that also divides the vCPU count and whose every block of
+ * vCPUs sits on one host core (a pack VM cut over nodes by its memory may hold part of a
+ * core on each). */
 static void
 packTopology(vpPlan *plan, const vpTopology *topo, const vpRequest *req, const vpChoice *choice)
 {
@@ -63,7 +65,12 @@ packTopology(vpPlan *plan, const vpTopology *topo, const vpRequest *req, const v
         smallest = MIN(smallest, vpTopologyCore(topo, core)->npus);
     }
     for (t = smallest; t > 1; t--) {
-        if (smallest % t == 0 && plan->nvcpus % t == 0)
+        bool aligned = smallest % t == 0 && plan->nvcpus % t == 0;
+
+        for (int i = 0; aligned && i < choice->pick.n; i++)
+            aligned = vpTopologyPU(topo, choice->pick.pus[i])->core ==
+                      vpTopologyPU(topo, choice->pick.pus[i - i % t])->core;
+        if (aligned)
             break;
     }
     plan->guest_sockets = 1;

@@ -45,6 +45,10 @@ typedef struct {
      * are such. */
     const bool *ok;
     int *nok;
+    /* The memory ask of a part that may span nodes (numafit.c): per NUMA node (logical
+     * index) how many of the part's vCPUs its free memory holds, each vCPU bringing its
+     * share of the part's memory; NULL while every allowed node holds the whole part. */
+    const int *room;
 } vpCtx;
 
 typedef struct {
@@ -138,6 +142,7 @@ bool vpPlacerHardMode(vpMemMode mode);
 guint64 vpPlacerNodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page);
 bool *vpPlacerPartMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
                        hwloc_const_bitmap_t only, hwloc_const_bitmap_t avoid, bool off_own);
+int vpPlacerNodeRoom(const vpCtx *ctx, const vpPick *pick, int pu);
 gboolean vpPlacerPlaceParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GError **error);
 GArray *vpPlacerCutParts(const vpTopology *topo, const vpRequest *req, const unsigned *ids,
                          unsigned n);

@@ -90,6 +90,7 @@ vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, cons
         ctx->orders[i] = g_hash_table_new_full(NULL, NULL, NULL, orderFree);
     ctx->owed = g_ptr_array_new();
     ctx->nok = g_new0(int, ctx->ncores);
+    ctx->room = NULL;
 
     for (int c = 0; c < ctx->ncores; c++) {
         const vpCore *core = vpTopologyCore(topo, c);

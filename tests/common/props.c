@@ -80,54 +80,6 @@ checkNoDoubleBooking(const vpTopology *topo, const vpLedger *ledger, const vpPla
     return TRUE;
 }
 
-static bool
-wholeFreeCoreLeft(const vpTopology *topo, const vpLedger *ledger, hwloc_const_bitmap_t held)
-{
-    for (int c = 0; c < vpTopologyNCores(topo); c++) {
-        const vpCore *core = vpTopologyCore(topo, c);
-        bool whole = true;
-
-        for (int i = 0; i < core->npus && whole; i++) {
-            const vpPU *pu = vpTopologyPU(topo, core->pus[i]);
-
-            whole = pu->usable && vpLedgerPUFree(ledger, core->pus[i]) &&
-                    !hwloc_bitmap_isset(held, pu->os);
-        }
-        if (whole)
-            return true;
-    }
-    return false;
-}
-
-static gboolean
-checkSiblings(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, GError **error)
-{
-    g_autoptr(vpBitmap) held = vpPlanHeld(plan);
-    int cpu;
-
-    if (plan->policy.smt == VP_SMT_SHARE || plan->how != VP_HOW_PLACED ||
-        !wholeFreeCoreLeft(topo, ledger, held))
-        return TRUE;
-    hwloc_bitmap_foreach_begin(cpu, held)
-    {
-        const vpCore *core =
-            vpTopologyCore(topo, vpTopologyPU(topo, vpTopologyPUByOS(topo, cpu))->core);
-
-        for (int i = 0; i < core->npus; i++) {
-            vpOwner o = vpLedgerOwner(ledger, core->pus[i]);
-            const vpPlan *other = o.domain ? vpLedgerLookup(ledger, o.domain) : NULL;
-
-            if (other && !trusted(plan, other))
-                return fail(error,
-                            "CPU %d shares a core with untrusted '%s' while a whole "
-                            "free core is left",
-                            cpu, other->domain);
-        }
-    }
-    hwloc_bitmap_foreach_end();
-    return TRUE;
-}
-
 static gboolean
 checkPack(const vpTopology *topo, const vpPlan *plan, GError **error)
 {
@@ -176,6 +128,141 @@ hardNodes(const vpRequest *req, unsigned i)
             return hardMode(cell->mode) ? cell->nodeset : NULL;
     }
     return hardMode(req->mem_mode) ? req->nodeset : NULL;
+}
+
+/* Bytes of node g's memory (less the host reserve) or huge page pool of the given size;
+ * 0 when the node's memory is unknown. */
+static guint64
+nodeCap(const vpTopology *topo, const vpGroup *node, guint64 page)
+{
+    guint64 cap = 0;
+
+    if (!page)
+        cap = node->memory - MIN(node->memory, vpTopologyNodeReserve(topo));
+    for (unsigned p = 0; p < node->npools; p++) {
+        if (page && node->pools[p].size == page)
+            cap = node->pools[p].size * node->pools[p].count;
+    }
+    return cap;
+}
+
+/* Whether node g holds `bytes` more for the plan, after the ledger's and the plan's own
+ * holdings there (unknown memory is no limit). */
+static bool
+nodeHolds(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, int g, guint64 bytes)
+{
+    const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
+    guint64 used;
+
+    if (!node->memory)
+        return true;
+    used = vpLedgerNodeMemory(ledger, node->os, plan->page_size) +
+           vpPlanMemoryOnPages(plan, node->os, plan->page_size);
+    return used <= nodeCap(topo, node, plan->page_size) &&
+           nodeCap(topo, node, plan->page_size) - used >= bytes;
+}
+
+/* Whether a domain's memory follows its vCPUs (no guest cells, no interleave, no numad
+ * placement): moving a vCPU to another node then moves its share of the memory there. */
+static bool
+memoryFollows(const vpRequest *req)
+{
+    return !req->ncells && !req->placement_auto &&
+           !(req->mem_mode == VP_MEM_INTERLEAVE && req->nodeset);
+}
+
+/* A vCPU's share of such a domain's memory; the first node holds the remainder, counted here
+ * for every vCPU. */
+static guint64
+vcpuShare(const vpRequest *req, const vpPlan *plan)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < plan->nvcpus; i++)
+        n += plan->vcpu_pu[i] >= 0;
+    return n ? req->memory / n + req->memory % n : 0;
+}
+
+/* A whole free core (every PU usable, free, not held by the plan) that could take what the
+ * plan holds on CPU cpu instead: inside <vcpu cpuset> and the hard nodes (of vCPU vcpu, or
+ * the domain's for a PU held without a vCPU), and for a vCPU on its own node, or on one whose
+ * free memory holds the vCPU's share when its memory follows it. */
+static bool
+wholeFreeCoreFor(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+                 const vpPlan *plan, hwloc_const_bitmap_t held, int vcpu, int cpu)
+{
+    hwloc_const_bitmap_t hard = vcpu >= 0                 ? hardNodes(req, vcpu)
+                                : hardMode(req->mem_mode) ? req->nodeset
+                                                          : NULL;
+    int own = vpTopologyPU(topo, vpTopologyPUByOS(topo, cpu))->core;
+    int own_node = vpTopologyCore(topo, own)->group[VP_LEVEL_NUMA];
+    guint64 share = vcpuShare(req, plan);
+
+    for (int c = 0; c < vpTopologyNCores(topo); c++) {
+        const vpCore *core = vpTopologyCore(topo, c);
+        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, core->group[VP_LEVEL_NUMA]);
+        bool whole = true, inset = !req->cpuset;
+
+        for (int i = 0; i < core->npus && whole; i++) {
+            const vpPU *pu = vpTopologyPU(topo, core->pus[i]);
+
+            whole = pu->usable && vpLedgerPUFree(ledger, core->pus[i]) &&
+                    !hwloc_bitmap_isset(held, pu->os);
+            inset |= req->cpuset && hwloc_bitmap_isset(req->cpuset, pu->os);
+        }
+        if (!whole || !inset || (hard && (node->made_up || !hwloc_bitmap_isset(hard, node->os))))
+            continue;
+        if (vcpu < 0 || core->group[VP_LEVEL_NUMA] == own_node)
+            return true;
+        if (memoryFollows(req) && nodeHolds(topo, ledger, plan, core->group[VP_LEVEL_NUMA], share))
+            return true;
+    }
+    return false;
+}
+
+/* Two smt=share domains accept each other as neighbours; anyone else beside a share domain
+ * is a stranger to it. */
+static bool
+shareBoth(const vpPlan *a, const vpPlan *b)
+{
+    return a->policy.smt == VP_SMT_SHARE && b->policy.smt == VP_SMT_SHARE;
+}
+
+/* No placement beside a stranger while a whole free core could hold it, counting memory:
+ * every policy takes a stranger's sibling only when no such core is left. */
+static gboolean
+checkSiblings(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+              const vpPlan *plan, GError **error)
+{
+    g_autoptr(vpBitmap) held = vpPlanHeld(plan);
+    int cpu;
+
+    if (plan->how != VP_HOW_PLACED)
+        return TRUE;
+    hwloc_bitmap_foreach_begin(cpu, held)
+    {
+        const vpCore *core =
+            vpTopologyCore(topo, vpTopologyPU(topo, vpTopologyPUByOS(topo, cpu))->core);
+        int vcpu = -1;
+
+        for (unsigned i = 0; i < plan->nvcpus; i++) {
+            if (plan->vcpu_pu[i] == cpu)
+                vcpu = (int)i;
+        }
+        for (int i = 0; i < core->npus; i++) {
+            vpOwner o = vpLedgerOwner(ledger, core->pus[i]);
+            const vpPlan *other = o.domain ? vpLedgerLookup(ledger, o.domain) : NULL;
+
+            if (other && !trusted(plan, other) && !shareBoth(plan, other) &&
+                wholeFreeCoreFor(topo, ledger, req, plan, held, vcpu, cpu))
+                return fail(error,
+                            "CPU %d shares a core with untrusted '%s' while a whole free core "
+                            "could hold it",
+                            cpu, other->domain);
+        }
+    }
+    hwloc_bitmap_foreach_end();
+    return TRUE;
 }
 
 /* Placed vCPUs stay inside <vcpu cpuset> and on their strict/restrictive/interleave nodes. */
@@ -266,7 +353,7 @@ checkMemory(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, 
     for (unsigned m = 0; m < plan->nmem; m++) {
         int g = vpTopologyNodeByOS(topo, plan->mem[m].node);
         const vpGroup *node;
-        guint64 cap = 0, used;
+        guint64 cap, used;
 
         if (g < 0)
             return fail(error, "memory on node %u, which the host lacks", plan->mem[m].node);
@@ -275,12 +362,7 @@ checkMemory(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, 
             continue;
         guint64 page = plan->mem[m].page_size;
 
-        if (!page)
-            cap = node->memory - MIN(node->memory, vpTopologyNodeReserve(topo));
-        for (unsigned p = 0; p < node->npools; p++) {
-            if (page && node->pools[p].size == page)
-                cap = node->pools[p].size * node->pools[p].count;
-        }
+        cap = nodeCap(topo, node, page);
         used = vpLedgerNodeMemory(ledger, node->os, page) + plan->mem[m].bytes;
         if (used > cap)
             return fail(error,
@@ -348,7 +430,7 @@ vpCheckPlan(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req
         }
     }
     return checkNoDoubleBooking(topo, ledger, plan, error) &&
-           checkSiblings(topo, ledger, plan, error) && checkPack(topo, plan, error) &&
+           checkSiblings(topo, ledger, req, plan, error) && checkPack(topo, plan, error) &&
            checkConstraints(topo, req, plan, error) && checkCells(topo, ledger, req, plan, error) &&
            checkMemory(topo, ledger, plan, error) && checkOwnPins(topo, ledger, req, plan, error);
 }

@@ -1,8 +1,10 @@
 /*
  * Properties every plan must have, checked on every golden and simulate case:
- * no PU given twice, counting the domains' own pins; isolate, pack and spread never put two
- * trust groups on one core's siblings while a whole free core stays free; pack puts guest
- * sibling threads on host sibling PUs; plans stay inside the allowed, online,
+ * no PU given twice, counting the domains' own pins; no policy puts two trust groups on one
+ * core's siblings (two smt=share domains excepted) while a whole free core could hold the PU
+ * instead (inside the cpuset and hard nodes, and on a node whose free memory holds the
+ * vCPU's share where the memory follows the vCPUs); pack puts guest sibling threads on host
+ * sibling PUs; plans stay inside the allowed, online,
  * non-housekeeping PUs; no vCPU outside a strict, restrictive or interleave nodeset or its
  * <vcpu cpuset>; no guest cell split across host nodes unless relaxed where no node could
  * hold it; no node's memory overcommitted; the domain's own pins kept and held.
