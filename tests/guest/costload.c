@@ -590,7 +590,8 @@ main(int argc, char **argv)
         {"tokens", 0, 0, G_OPTION_ARG_INT, &ntokens, "tokens per worker in the ring", "N"},
         {"siblings", 0, 0, G_OPTION_ARG_STRING, &siblings, "expected sibling sets", "0-1/2-3"},
         {"fewer-forceidle", 0, 0, G_OPTION_ARG_STRING, &fewer, "check C < B", "B,C"},
-        {NULL}};
+        G_OPTION_ENTRY_NULL,
+    };
     Config configs[MAX_CONFIGS];
     g_auto(GStrv) counts = NULL;
     int total = 0;

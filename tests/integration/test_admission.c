@@ -311,7 +311,8 @@ START_TEST(test_share_moved_for_isolate)
     waitIdle(d);
     ck_assert_int_eq(planned(d, "ad-share", 0), 1);
     ck_assert_int_eq(hook("ad-hold-iso", "release", "end", hiso, NULL), 0);
-    g_autofree char *hold = reserveAt("ad-hold", "2", "smt='share' rebalance='off'");
+    /* holds CPU 2, which does not exist on the e2e host this mirrors; never started */
+    g_free(reserveAt("ad-hold", "2", "smt='share' rebalance='off'"));
     ck_assert_int_eq(planned(d, "ad-hold", 0), 2);
 
     g_autofree char *ixml = reserveAt("ad-i", "1", "smt='isolate' unmet='refuse'");
