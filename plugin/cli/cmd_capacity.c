@@ -123,8 +123,10 @@ vpCmdCapacity(int argc, char **argv)
                 "from the daemon; drop --ledger, --topology, --host-cpus, --housekeeping\n");
         return VP_EXIT_ERROR;
     }
-    if (!(counts =
-              vpCapacityParseVcpus(vcpus_list ? vcpus_list : VP_CAPACITY_DEFAULT_VCPUS, &error)) ||
+    if (!vcpus_list && !(vcpus_list = vpCliConfValue(&opts, "daemon", "capacity_vcpus", &error)) &&
+        !error)
+        vcpus_list = g_strdup(VP_CAPACITY_DEFAULT_VCPUS);
+    if (error || !(counts = vpCapacityParseVcpus(vcpus_list, &error)) ||
         !vpCliLoadDefaults(&opts, &defaults, &error)) {
         vpCliError("capacity", error);
         return VP_EXIT_ERROR;

@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void
 vpCliAddOptions(GOptionContext *ctx, vpCliOptions *opts)
@@ -60,6 +61,28 @@ out:
     if (hk)
         hwloc_bitmap_free(hk);
     return topo;
+}
+
+char *
+vpCliConfValue(const vpCliOptions *opts, const char *group, const char *key, GError **error)
+{
+    if (!opts->config) {
+        for (const vpConfKey *k = vpConfKeys; k->key; k++) {
+            if (strcmp(k->group, group) == 0 && strcmp(k->key, key) == 0)
+                return g_strdup(k->def);
+        }
+        return NULL;
+    }
+    char *why = NULL;
+    vpConf *conf = vpConfLoad(opts->config, false, &why);
+    if (!conf) {
+        g_set_error_literal(error, VP_ERROR, VP_ERROR_INVALID, why ? why : "out of memory");
+        free(why);
+        return NULL;
+    }
+    char *value = g_strdup(vpConfGet(conf, group, key));
+    vpConfFree(conf);
+    return value;
 }
 
 gboolean

@@ -24,6 +24,9 @@ typedef struct {
 void vpCliAddOptions(GOptionContext *ctx, vpCliOptions *opts);
 vpTopology *vpCliLoadTopology(const vpCliOptions *opts, GError **error);
 gboolean vpCliLoadDefaults(const vpCliOptions *opts, vpPolicy *defaults, GError **error);
+/* A key's value in the --config file, else the table's default (caller frees; NULL with
+ * error when the file is bad, NULL without when the key has no value). */
+char *vpCliConfValue(const vpCliOptions *opts, const char *group, const char *key, GError **error);
 void vpCliOptionsClear(vpCliOptions *opts);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpCliOptions, vpCliOptionsClear)
 /* The ledger named by --ledger (which must exist: an empty host in place of a mistyped

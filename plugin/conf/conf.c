@@ -43,6 +43,7 @@ const vpConfKey vpConfKeys[] = {
     K("daemon", "qemu_run_dir", VP_CONF_PATH),
     K("daemon", "node_memory_reserve_mib", VP_CONF_UINT, .max = 1048576, .unit = "MiB",
       .def = "512"),
+    K("daemon", "capacity_vcpus", VP_CONF_UINTS, .min = 1, .max = 4096, .def = "1,2,4,8"),
     K("policy", "smt", VP_CONF_CHOICE, .choices = "isolate, pack, spread, share", .def = "spread"),
     K("policy", "group", VP_CONF_NAME),
     K("policy", "coresched", VP_CONF_CHOICE, .choices = "vm, group, off", .def = "vm"),
@@ -380,6 +381,26 @@ checkValue(Parser *p, const vpConfKey *k, const char *v)
         if (!parseUint(v, &u) || (u < k->min && !(u == 0 && k->zero_off)) || u > k->max)
             checkRange(p, k, v, true);
         break;
+    case VP_CONF_UINTS: {
+        size_t i = 1;
+        for (const char *s = v;; i++) {
+            size_t n = strcspn(s, ","), lead = strspn(s, " \t"), len = n > lead ? n - lead : 0;
+            char item[16] = "";
+            while (len && (s[lead + len - 1] == ' ' || s[lead + len - 1] == '\t'))
+                len--;
+            if (len < sizeof(item))
+                memcpy(item, s + lead, len);
+            if (len >= sizeof(item) || !parseUint(item, &u) || u < k->min || u > k->max) {
+                fail(p, "[%s] %s='%s': item %zu ('%.*s') is not a whole number in [%g, %g]",
+                     k->group, k->key, v, i, (int)n, s, k->min, k->max);
+                break;
+            }
+            if (!s[n])
+                break;
+            s += n + 1;
+        }
+        break;
+    }
     case VP_CONF_NUMBER:
         if (!parseNumber(v, &d) || d < k->min || (k->min_open && d == k->min) || d > k->max)
             checkRange(p, k, v, false);

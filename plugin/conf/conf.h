@@ -33,6 +33,7 @@ typedef enum {
     VP_CONF_FILE,   /* an absolute path that does not end in / */
     VP_CONF_CHOICE, /* one of choices */
     VP_CONF_UINT,   /* a whole number in [min, max], or 0 when zero_off */
+    VP_CONF_UINTS,  /* comma-separated whole numbers, each in [min, max] */
     VP_CONF_NUMBER, /* a decimal number in [min, max], (min, max] when min_open */
     VP_CONF_CPUS,   /* a Linux CPU list (N, N-M, comma-separated, up to 65535), or choices */
     VP_CONF_GLOBS,  /* ;-separated non-empty patterns */

@@ -63,6 +63,7 @@ vpConfigFree(vpConfig *cfg)
     g_free(cfg->qemu_conf);
     g_free(cfg->qemu_run_dir);
     g_strfreev(cfg->domains);
+    g_free(cfg->capacity_vcpus);
     g_free(cfg->metrics_textfile);
     vpPolicyClear(&cfg->defaults);
     g_free(cfg);
@@ -99,6 +100,7 @@ configFromConf(vpConfig *cfg, const vpConf *conf, GError **error)
     setString(&cfg->state, conf, d, "state");
     setString(&cfg->qemu_conf, conf, d, "qemu_conf");
     setString(&cfg->qemu_run_dir, conf, d, "qemu_run_dir");
+    setString(&cfg->capacity_vcpus, conf, d, "capacity_vcpus");
     if (g_strcmp0(cfg->topology, "host") == 0)
         g_clear_pointer(&cfg->topology, g_free);
     if (!getCpus(conf, "host_cpus", &cfg->host_cpus, error) ||

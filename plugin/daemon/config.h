@@ -23,6 +23,8 @@
  *                                 qemu:///system, none for other URIs: no thread known)
  *   node_memory_reserve_mib=512   memory of each NUMA node kept for the host: a domain is
  *                                 placed on a node only where the rest holds its memory
+ *   capacity_vcpus=1,2,4,8        the vCPU counts of the capacity gauges' shapes (and of
+ *                                 `vcpuplace capacity` without --vcpus)
  *   [policy]
  *   smt=spread ...                defaults for what a domain's metadata leaves out
  *   [rebalance]
@@ -67,6 +69,7 @@ typedef struct {
     guint vcpu_poll_ms;   /* 0: off */
     guint64 node_reserve; /* bytes of each node's memory kept for the host */
     char *qemu_run_dir;   /* NULL: from the URI */
+    char *capacity_vcpus; /* the capacity gauges' vCPU counts, "1,2,4,8" */
     vpPolicy defaults;
     /* [rebalance] */
     vpBalanceMode balance_mode;

@@ -342,8 +342,9 @@ vpCapacityCacheFree(vpCapacityCache *cache)
     g_free(cache);
 }
 
-/* The capacity gauges, from core/capacity.c as `vcpuplace capacity` computes them, for its
- * default vCPU counts. A failure leaves the family without samples and is logged. */
+/* The capacity gauges, from core/capacity.c as `vcpuplace capacity` computes them, for the
+ * configuration's vCPU counts ([daemon] capacity_vcpus). A failure leaves the family
+ * without samples and is logged. */
 static void
 addCapacity(vpMetrics *m, const vpMetricsSources *src)
 {
@@ -354,17 +355,19 @@ addCapacity(vpMetrics *m, const vpMetricsSources *src)
     const vpCapacity *cap = src->capacity ? src->capacity->cap : NULL;
     g_autoptr(JsonNode) held = vpLedgerToJson(ledger);
     g_autofree char *ledger_text = json_to_string(held, FALSE);
+    const char *shapes =
+        src->cfg && src->cfg->capacity_vcpus ? src->cfg->capacity_vcpus : VP_CAPACITY_DEFAULT_VCPUS;
     g_autofree char *key =
-        g_strdup_printf("%p %s %s %s %s %s %s %s", (const void *)topo, ledger_text,
+        g_strdup_printf("%p %s %s %s %s %s %s %s %s", (const void *)topo, shapes, ledger_text,
                         vpSmtName(defaults->smt), defaults->group ? defaults->group : "",
                         vpCoreschedName(defaults->coresched), vpLocalityName(defaults->locality),
                         vpEmulatorName(defaults->emulator), vpRebalanceName(defaults->rebalance));
 
     if (!cap || g_strcmp0(key, src->capacity->key) != 0) {
-        g_autoptr(GArray) counts = vpCapacityParseVcpus(VP_CAPACITY_DEFAULT_VCPUS, NULL);
         g_autoptr(GError) err = NULL;
+        g_autoptr(GArray) counts = vpCapacityParseVcpus(shapes, &err);
 
-        if (!(fresh = vpCapacityCompute(topo, ledger, defaults, counts, &err))) {
+        if (!counts || !(fresh = vpCapacityCompute(topo, ledger, defaults, counts, &err))) {
             g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_EVENT", "metrics",
                              "MESSAGE", "capacity gauges not computed: %s", err->message);
             return;

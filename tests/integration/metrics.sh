@@ -30,6 +30,7 @@ topology=synthetic:pack:1 numa:2 core:4 pu:2
 housekeeping_cpus=0
 socket=$tmp/vcpuplaced.sock
 state=$tmp/ledger.json
+capacity_vcpus=3, 6
 [rebalance]
 mode=advise
 CONF
@@ -67,7 +68,8 @@ grep -q "^vcpuplace_build_info{version=\"$version\"} 1\$" "$tmp/metrics.prom" ||
 grep -q '^vcpuplace_moves_total{reason="rebalance"} 0$' "$tmp/metrics.prom" ||
     fail "moves are not counted by reason"
 
-"$cli" capacity --live --socket "$tmp/vcpuplaced.sock" --json >"$tmp/capacity.json"
+# Both take their shapes from capacity_vcpus: the CLI through --config, without --vcpus.
+"$cli" capacity "${conf[@]}" --live --socket "$tmp/vcpuplaced.sock" --json >"$tmp/capacity.json"
 python3 - "$tmp/capacity.json" "$tmp/metrics.prom" <<'PY' || fail "capacity gauges differ from vcpuplace capacity"
 import json, re, sys
 cap = json.load(open(sys.argv[1]))
@@ -77,6 +79,8 @@ def gauge(name, **labels):
     m = re.search(r"^%s\{%s\} (\d+)$" % (name, re.escape(want)), text, re.M)
     assert m, f"no {name}{{{want}}}"
     return int(m.group(1))
+assert sorted({s["vcpus"] for s in cap["shapes"]}) == [3, 6], cap["shapes"]
+assert not re.search(r'^vcpuplace_capacity_vms\{vcpus="(1|2|4|8)"', text, re.M), "default shapes in the gauges"
 checked = 0
 for s in cap["shapes"]:
     assert gauge("vcpuplace_capacity_vms", vcpus=s["vcpus"], smt=s["smt"]) == s["host"], s
@@ -84,7 +88,7 @@ for s in cap["shapes"]:
     for n in s["nodes"]:
         assert gauge("vcpuplace_capacity_node_vms", vcpus=s["vcpus"], smt=s["smt"], numa=n["numa"]) == n["fit"], (s, n)
         checked += 1
-assert checked == 2 * 16, checked
+assert checked == 2 * 8, checked
 assert any(s["host"] for s in cap["shapes"]), "nothing fits: the comparison shows nothing"
 PY
 echo "metrics: all checks passed"

@@ -35,7 +35,7 @@ static const struct {
     {"[daemon]\nsokcet=/x\n", F ":2: unknown key 'sokcet' in [daemon] (known: uri, topology, "
                                 "host_cpus, housekeeping_cpus, socket, state, hook_failure, "
                                 "hook_timeout_ms, domains, qemu_conf, vcpu_poll_ms, qemu_run_dir, "
-                                "node_memory_reserve_mib)"},
+                                "node_memory_reserve_mib, capacity_vcpus)"},
     {"# c\n\n[deamon]\n", F ":3: unknown group [deamon] (known: daemon, policy, rebalance)"},
     {"uri=qemu:///system\n",
      F ":1: key 'uri' is outside any group (known: [daemon], [policy], [rebalance])"},
@@ -43,6 +43,12 @@ static const struct {
     {"[daemon]\nuri=\n", F ":2: [daemon] uri is empty"},
     {"[daemon]\nsocket=relative.sock\n",
      F ":2: [daemon] socket='relative.sock' is not an absolute path"},
+    {"[daemon]\ncapacity_vcpus=1,0\n",
+     F ":2: [daemon] capacity_vcpus='1,0': item 2 ('0') is not a whole number in [1, 4096]"},
+    {"[daemon]\ncapacity_vcpus=2,,4\n",
+     F ":2: [daemon] capacity_vcpus='2,,4': item 2 ('') is not a whole number in [1, 4096]"},
+    {"[daemon]\ncapacity_vcpus=4 8\n",
+     F ":2: [daemon] capacity_vcpus='4 8': item 1 ('4 8') is not a whole number in [1, 4096]"},
     {"[daemon]\nhook_timeout_ms=0\n",
      F ":2: [daemon] hook_timeout_ms='0' is not a whole number of milliseconds in [1, 60000]"},
     {"[daemon]\nhook_timeout_ms=-1\n",
