@@ -34,8 +34,8 @@ vpLivePinsDiff(const vpLivePins *pins, const vpPlan *plan)
         if (plan->vcpu_pu[i] < 0)
             continue;
         if (i >= pins->nvcpus)
-            return g_strdup_printf("vCPU %u is planned but libvirt reports only %u vCPUs", i,
-                                   pins->nvcpus);
+            return g_strdup_printf("vCPU %u is planned but libvirt reports only %u vCPU%s", i,
+                                   pins->nvcpus, pins->nvcpus == 1 ? "" : "s");
         if (hwloc_bitmap_weight(pins->vcpu[i]) != 1 ||
             !hwloc_bitmap_isset(pins->vcpu[i], plan->vcpu_pu[i])) {
             g_autofree char *live = vpCpuListFormat(pins->vcpu[i]);

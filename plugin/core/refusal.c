@@ -44,6 +44,29 @@ roomIn(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
     return room;
 }
 
+/* What a policy needs n of, as a person would write it. */
+static const char *
+roomUnit(vpSmt smt, long n)
+{
+    if (smt == VP_SMT_ISOLATE)
+        return n == 1 ? "free whole core" : "free whole cores";
+    if (smt == VP_SMT_PACK)
+        return n == 1 ? "free PU on whole cores" : "free PUs on whole cores";
+    return n == 1 ? "free PU" : "free PUs";
+}
+
+static const char *
+vcpus(long n)
+{
+    return n == 1 ? "vCPU" : "vCPUs";
+}
+
+static const char *
+need(long n)
+{
+    return n == 1 ? "needs" : "need";
+}
+
 /* Why a split cannot be asked of this host at all, or NULL: N must divide the vCPUs and
  * the host must have N nodes. */
 char *
@@ -53,8 +76,8 @@ vpPlacerSplitImpossible(const vpCtx *ctx, unsigned nodes, int n)
 
     if (n % (int)nodes != 0)
         return g_strdup_printf("locality=numa:%u splits the VM into %u equal groups, but %u "
-                               "does not divide its %d vCPUs",
-                               nodes, nodes, nodes, n);
+                               "does not divide its %d %s",
+                               nodes, nodes, nodes, n, vcpus(n));
     if (have < (int)nodes)
         return g_strdup_printf("locality=numa:%u needs %u NUMA nodes; the host has %d", nodes,
                                nodes, have);
@@ -66,13 +89,9 @@ splitRefusal(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n)
 {
     g_autoptr(GString) s = g_string_new(NULL);
     int per = n / (int)nodes;
-    const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
-                       : smt == VP_SMT_PACK  ? "free PUs on whole cores"
-                                             : "free PUs";
 
-    g_string_printf(s,
-                    "%d vCPUs with smt=%s and locality=numa:%u need %u NUMA nodes with %d %s each",
-                    n, vpSmtName(smt), nodes, nodes, per, unit);
+    g_string_printf(s, "%d %s with smt=%s and locality=numa:%u %s %u NUMA nodes with %d %s each", n,
+                    vcpus(n), vpSmtName(smt), nodes, need(n), nodes, per, roomUnit(smt, per));
     for (int i = 0; i < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); i++) {
         const vpGroup *g = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, i);
 
@@ -87,9 +106,6 @@ vpPlacerRefusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
     g_autoptr(GString) s = g_string_new(NULL);
     vpLevel levels[4];
     int nlevels = vpPlacerLevels(ctx->topo, locality, levels);
-    const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
-                       : smt == VP_SMT_PACK  ? "free PUs on whole cores"
-                                             : "free PUs";
     unsigned split = vpLocalitySplit(locality);
     g_autofree int *room = NULL;
 
@@ -99,7 +115,8 @@ vpPlacerRefusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
         return impossible ? impossible : splitRefusal(ctx, smt, split, n);
     }
     room = g_new(int, ctx->ncores);
-    g_string_printf(s, "%d vCPUs with smt=%s need %d %s", n, vpSmtName(smt), n, unit);
+    g_string_printf(s, "%d %s with smt=%s %s %d %s", n, vcpus(n), vpSmtName(smt), need(n), n,
+                    roomUnit(smt, n));
     if (locality != VP_LOCALITY_AUTO)
         g_string_append_printf(s, " within one %s", vpPlacerLevelPhrase(levels[0]));
     for (int c = 0; c < ctx->ncores; c++)
@@ -137,9 +154,6 @@ vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
     guint64 page = partPage(ctx, part);
     g_autoptr(GString) s = g_string_new(NULL);
     g_autofree char *nodes = part->hard ? vpCpuListFormat(part->hard) : NULL;
-    const char *unit = smt == VP_SMT_ISOLATE ? "free whole cores"
-                       : smt == VP_SMT_PACK  ? "free PUs on whole cores"
-                                             : "free PUs";
     bool plain = !part->hard && !part->one_node && !ctx->req->cpuset;
     bool short_memory = false;
     const char *sep = "; ";
@@ -153,8 +167,8 @@ vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
     } else {
         if (part->cell >= 0)
             g_string_append_printf(s, "guest cell %d: ", part->cell);
-        g_string_append_printf(s, "%u vCPUs with smt=%s need %u %s", part->n, vpSmtName(smt),
-                               part->n, unit);
+        g_string_append_printf(s, "%u %s with smt=%s %s %u %s", part->n, vcpus(part->n),
+                               vpSmtName(smt), need(part->n), part->n, roomUnit(smt, part->n));
         if (part->one_node)
             g_string_append(s, " on one node");
         if (nodes)

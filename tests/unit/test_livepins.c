@@ -53,7 +53,7 @@ START_TEST(test_diff)
 
     g_autoptr(vpLivePins) fewer = livePins((const char *[]){"2"}, 1, "0-1");
     g_autofree char *f = vpLivePinsDiff(fewer, plan);
-    ck_assert_str_eq(f, "vCPU 1 is planned but libvirt reports only 1 vCPUs");
+    ck_assert_str_eq(f, "vCPU 1 is planned but libvirt reports only 1 vCPU");
     /* the vCPUs both know of agree: no move */
     ck_assert(!vpLivePinsVcpusDiffer(fewer, plan));
 
