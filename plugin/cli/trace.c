@@ -6,18 +6,20 @@
 #include "core/jsonkeys.h"
 
 #include "core/jsonparse.h"
+#include "core/topology.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>
 
 #define VP_TRACE_MAX_VCPUS 4096
 
-/* A start event's keys: eight for the request (the domain as "domain" or, as before the JSON
- * format 1, "name"), then (policy_keys) the policy attributes. */
-static const char *const start_keys[] = {
-    "op",  "domain", "name",      "vcpus",    "threads",  "cores",     "sockets", "memory",
-    "smt", "group",  "coresched", "locality", "emulator", "rebalance", "unmet",   NULL};
-static const char *const *const policy_keys = start_keys + 8;
+/* A start event's keys: nine for the request (the domain as "domain" or, as before the JSON
+ * format 1, "name"; "cpuset" as <vcpu cpuset>), then (policy_keys) the policy attributes. */
+static const char *const start_keys[] = {"op",    "domain",    "name",     "vcpus",    "threads",
+                                         "cores", "sockets",   "memory",   "cpuset",   "smt",
+                                         "group", "coresched", "locality", "emulator", "rebalance",
+                                         "unmet", NULL};
+static const char *const *const policy_keys = start_keys + 9;
 static const char *const stop_keys[] = {"op", "domain", "name", NULL};
 
 gboolean
@@ -103,6 +105,12 @@ parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError *
         const char *size = vpTraceGetString(obj, "memory", error);
 
         if (!size || !vpMemorySizeParse("\"memory\"", size, &ev->req->memory, error))
+            return FALSE;
+    }
+    if (json_object_has_member(obj, "cpuset")) {
+        const char *list = vpTraceGetString(obj, "cpuset", error);
+
+        if (!list || !(ev->req->cpuset = vpCpuListParse("\"cpuset\"", list, error)))
             return FALSE;
     }
     for (const char *const *key = policy_keys; *key; key++) {

@@ -162,8 +162,10 @@ destinationOn(const vpRoom *r, const vpPlan *plan, int from_core, int c, const b
                             vpTopologyGroup(r->topo, VP_LEVEL_NUMA, node)->os))
         return -1;
     for (int i = 0; i < core->npus && pu < 0; i++) {
-        if (vpTopologyPU(r->topo, core->pus[i])->usable &&
-            !ownerAt(r, moves, nmoves, core->pus[i]).domain)
+        const vpPU *p = vpTopologyPU(r->topo, core->pus[i]);
+
+        if (p->usable && !ownerAt(r, moves, nmoves, core->pus[i]).domain &&
+            (!plan->cpuset || hwloc_bitmap_isset(plan->cpuset, p->os)))
             pu = core->pus[i];
     }
     if (pu < 0 || !coreTrusts(r, moves, nmoves, c, plan))

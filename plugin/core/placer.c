@@ -192,6 +192,8 @@ placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, 
         }
     }
     holdOwnPins(plan, req);
+    if (req->cpuset)
+        plan->cpuset = hwloc_bitmap_dup(req->cpuset);
     ok = TRUE;
 
 out:

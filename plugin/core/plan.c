@@ -47,6 +47,8 @@ vpPlanFree(vpPlan *plan)
     hwloc_bitmap_free(plan->emulator);
     hwloc_bitmap_free(plan->reserved);
     hwloc_bitmap_free(plan->own);
+    if (plan->cpuset)
+        hwloc_bitmap_free(plan->cpuset);
     g_free(plan->mem);
     g_free(plan->degraded_reason);
     for (unsigned i = 0; i < plan->nmoves; i++) {
@@ -81,6 +83,7 @@ vpPlanCopy(const vpPlan *plan)
         vpPlanAddMove(copy, plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
                       plan->moves[i].to, plan->moves[i].reason);
     hwloc_bitmap_copy(copy->own, plan->own);
+    copy->cpuset = plan->cpuset ? hwloc_bitmap_dup(plan->cpuset) : NULL;
     copy->nmem = plan->nmem;
     copy->mem = g_memdup2(plan->mem, sizeof(*plan->mem) * plan->nmem);
     copy->page_size = plan->page_size;
@@ -361,6 +364,12 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
         json_builder_set_member_name(b, "own");
         json_builder_add_string_value(b, own);
     }
+    if (plan->cpuset) {
+        g_autofree char *cpuset = vpPlanFormatSet(plan->cpuset);
+
+        json_builder_set_member_name(b, "cpuset");
+        json_builder_add_string_value(b, cpuset);
+    }
     if (plan->nmem) {
         json_builder_set_member_name(b, "memory");
         json_builder_begin_array(b);
@@ -480,6 +489,11 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
         g_autofree char *own = vpPlanFormatSet(plan->own);
 
         g_string_append_printf(s, "  held for its own pins: %s\n", own);
+    }
+    if (plan->cpuset) {
+        g_autofree char *cpuset = vpPlanFormatSet(plan->cpuset);
+
+        g_string_append_printf(s, "  inside <vcpu cpuset='%s'>\n", cpuset);
     }
     for (i = 0; i < plan->nmem; i++) {
         g_autofree char *bytes = vpMemoryFormat(plan->mem[i].bytes);

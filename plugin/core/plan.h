@@ -58,6 +58,9 @@ typedef struct {
     /* CPUs the domain's own multi-CPU <vcpupin>, <emulatorpin> and <iothreadpin> name: held
      * for it (others avoid them), though its threads float over them. */
     hwloc_bitmap_t own;
+    /* The domain's <vcpu cpuset> (Linux CPU numbers): its vCPUs and emulator stay inside,
+     * whoever moves them (compaction, the rebalancer); NULL: no such limit. */
+    hwloc_bitmap_t cpuset;
     /* Memory by host node and page size, ascending; page_size the domain's default huge
      * pages (0: base pages), which guest cells of their own <page nodeset> differ from. */
     unsigned nmem;

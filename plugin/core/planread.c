@@ -446,6 +446,18 @@ vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
         hwloc_bitmap_free(plan->own);
         plan->own = set;
     }
+    if (json_object_has_member(obj, "cpuset")) {
+        hwloc_bitmap_t set = vpPlanGetSet(obj, "cpuset", error);
+
+        if (!set)
+            return FALSE;
+        if (hwloc_bitmap_iszero(set)) {
+            hwloc_bitmap_free(set);
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "cpuset='' names no CPU");
+            return FALSE;
+        }
+        plan->cpuset = set;
+    }
     /* before memory: its entries' pages default to it */
     if (json_object_has_member(obj, "page_size")) {
         if (!vpPlanGetInt(obj, "", "page_size", 0, VP_PLAN_MAX_BYTES, &v, error))
@@ -461,27 +473,13 @@ vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
 static gboolean
 vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
 {
-    static const char *const keys[] = {"format",
-                                       "domain",
-                                       "group",
-                                       "policy",
-                                       "how",
-                                       "vcpus",
-                                       "emulator",
-                                       "reserved",
-                                       "level",
-                                       "level_index",
-                                       "guest_topology",
-                                       "topology_mismatch",
-                                       "overcommit",
-                                       "own",
-                                       "memory",
-                                       "page_size",
-                                       "degraded",
-                                       "degraded_reason",
-                                       "guest_cells",
-                                       "moves",
-                                       NULL};
+    static const char *const keys[] = {
+        "format",     "domain",      "group",           "policy",
+        "how",        "vcpus",       "emulator",        "reserved",
+        "level",      "level_index", "guest_topology",  "topology_mismatch",
+        "overcommit", "own",         "cpuset",          "memory",
+        "page_size",  "degraded",    "degraded_reason", "guest_cells",
+        "moves",      NULL};
     vpPolicy policy = {0};
     const char *group, *how, *level, *reason;
     gboolean mismatch, degraded;

@@ -56,6 +56,13 @@ vpRbResidencyLeft(const Ctx *ctx, const History *h)
     return ctx->now - last >= need ? 0 : (double)(need - (ctx->now - last)) / NS;
 }
 
+/* Whether PU pu is inside the domain's <vcpu cpuset> (no cpuset: any PU). */
+bool
+vpRbInCpuset(const Ctx *ctx, const vpPlan *plan, int pu)
+{
+    return !plan->cpuset || hwloc_bitmap_isset(plan->cpuset, vpRbOsOf(ctx, pu));
+}
+
 /* A PU this vCPU left within memory, unless the PU has been idle since long enough. */
 bool
 vpRbReturnForbidden(const Ctx *ctx, const History *h, int pu)
@@ -292,13 +299,13 @@ pickWhole(const Ctx *ctx, const Scope *s, const vpPlan *plan, const History *h, 
                 while (score->pus[idx] != d->from[k])
                     idx++;
                 to[k] = core->pus[idx];
-                ok = !vpRbReturnForbidden(ctx, h, to[k]);
+                ok = !vpRbReturnForbidden(ctx, h, to[k]) && vpRbInCpuset(ctx, plan, to[k]);
             }
         } else {
             ok = false;
             for (int k = 0; k < core->npus && !ok; k++) {
                 to[0] = core->pus[k];
-                ok = !vpRbReturnForbidden(ctx, h, to[0]);
+                ok = !vpRbReturnForbidden(ctx, h, to[0]) && vpRbInCpuset(ctx, plan, to[0]);
             }
         }
         if (!ok)
@@ -338,7 +345,8 @@ pickSibling(const Ctx *ctx, const Scope *s, const vpPlan *plan, const History *h
             double busy;
             Rel r;
 
-            if (!puFree(ctx, pu) || leaving(d, pu) || vpRbReturnForbidden(ctx, h, pu))
+            if (!puFree(ctx, pu) || leaving(d, pu) || vpRbReturnForbidden(ctx, h, pu) ||
+                !vpRbInCpuset(ctx, plan, pu))
                 continue;
             r = siblingRel(ctx, plan, pu, d);
             if (r > tier)

@@ -53,7 +53,7 @@ pickReexpand(const Ctx *ctx, const vpPlan *plan, const History *h, Decision *d)
             (vpLocalitySplit(plan->policy.locality) && tier == 2) || !vpRbCoreWholeIdle(ctx, c, d))
             continue;
         for (int k = 0; k < core->npus && to < 0; k++) {
-            if (!vpRbReturnForbidden(ctx, h, core->pus[k]))
+            if (!vpRbReturnForbidden(ctx, h, core->pus[k]) && vpRbInCpuset(ctx, plan, core->pus[k]))
                 to = core->pus[k];
         }
         if (to < 0)

@@ -74,6 +74,7 @@ unsigned vpRbOsOf(const Ctx *ctx, int pu);
 int vpRbCoreOf(const Ctx *ctx, int pu);
 double vpRbResidencyLeft(const Ctx *ctx, const History *h);
 bool vpRbReturnForbidden(const Ctx *ctx, const History *h, int pu);
+bool vpRbInCpuset(const Ctx *ctx, const vpPlan *plan, int pu);
 bool vpRbDedicatedEmulator(const vpPlan *plan);
 bool vpRbWholeCores(const vpPlan *plan);
 bool vpRbCoreWholeIdle(const Ctx *ctx, int c, const Decision *d);

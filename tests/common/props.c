@@ -482,6 +482,9 @@ checkMove(const vpTopology *topo, const vpLedger *ledger, const vpMove *m, const
     if (to < 0 || holder[to] || !vpTopologyPU(topo, to)->usable)
         return fail(error, "move of '%s' vcpu %u: CPU %u is not a free usable CPU", m->domain,
                     m->vcpu, m->to);
+    if (d->cpuset && !hwloc_bitmap_isset(d->cpuset, m->to))
+        return fail(error, "move of '%s' vcpu %u: CPU %u is outside its <vcpu cpuset>", m->domain,
+                    m->vcpu, m->to);
     core = vpTopologyCore(topo, vpTopologyPU(topo, to)->core);
     memory = vpPlanMemoryNodes(d, topo);
     if (!hwloc_bitmap_isset(memory,

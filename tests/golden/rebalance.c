@@ -3,7 +3,7 @@
  * rebalance/ holds case.ini and expected.json, and its counter intervals: [case] series
  * names a recorded series of tests/unit/data/pressure (gzip), else intervals.jsonl beside
  * case.ini. Either starts with a header line, {"topology":{"packages","numa","l3","cores",
- * "threads"},"plans":[{"domain","smt","vcpus"[,"group","reserved","how","rebalance"]}]},
+ * "threads"},"plans":[{"domain","smt","vcpus"[,"group","reserved","how","rebalance","cpuset"]}]},
  * then one interval per line (vpPressureInputFromJson); gen_rebalance_cases.py writes the
  * hand-made ones. Every interval goes through the daemon's
  * loop (pressure update, plan, apply, the policy check of tests/common/rebalfix.h,
@@ -106,6 +106,10 @@ planFromHeader(const vpTopology *topo, JsonObject *o)
                      json_object_get_string_member(o, "smt"), group, v, n, res, nres);
     if (strcmp(how, "pinned") == 0)
         plan->how = VP_HOW_PINNED;
+    if (json_object_has_member(o, "cpuset")) {
+        plan->cpuset = vpCpuListParse("cpuset", json_object_get_string_member(o, "cpuset"), &err);
+        ck_assert_msg(plan->cpuset, "%s", err ? err->message : "");
+    }
     ck_assert_msg(vpPolicySetAttr(&plan->policy, "rebalance", rebalance, &err), "%s",
                   err ? err->message : "");
     return plan;
