@@ -262,6 +262,7 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     }
     vpVirInit();
     d->vc = vpVirConnNew(d->cfg->uri, &vpSyncCallbacks, d);
+    vpVirConnSetLock(d->vc, &d->lock);
     d->act = vpActuatorNew(&d->lock, d->mgr, d->vc);
     vpActuatorSetResyncFunc(d->act, resync, d);
     d->admission = vpAdmissionNew(&d->lock, d->mgr, d->act, admissionHandoff, d);

@@ -30,6 +30,7 @@ struct _vpVirConn {
     guint backoff_ms;
     char *drop_reason;
     gboolean failed_logged;
+    GMutex *lock; /* the caller's, NULL: none */
 };
 
 static void
@@ -147,7 +148,11 @@ onClose(virConnectPtr conn, int reason, void *opaque)
 static gboolean
 tryConnect(vpVirConn *vc)
 {
+    if (vc->lock)
+        g_mutex_unlock(vc->lock);
     virConnectPtr conn = virConnectOpen(vc->uri);
+    if (vc->lock)
+        g_mutex_lock(vc->lock);
     if (!conn) {
         virErrorPtr err = virGetLastError();
         /* Log the first failure of a series only: a down libvirtd must not flood the log. */
@@ -229,6 +234,12 @@ vpVirConnNew(const char *uri, const vpVirConnCallbacks *cb, gpointer data)
     vc->tunable_id = -1;
     vc->backoff_ms = VP_RECONNECT_MIN_MS;
     return vc;
+}
+
+void
+vpVirConnSetLock(vpVirConn *vc, GMutex *lock)
+{
+    vc->lock = lock;
 }
 
 void

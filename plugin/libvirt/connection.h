@@ -31,6 +31,11 @@ void vpVirInit(void);
 void vpVirSilence(void);
 
 vpVirConn *vpVirConnNew(const char *uri, const vpVirConnCallbacks *cb, gpointer data);
+/* lock: held by the caller around every call into vc, let go while a connection opens. A
+ * libvirtd that starts autostarts its guests before it answers, and their hooks wait for
+ * the lock's owner (vcpuplaced's reserve): held, the two would wait on each other until
+ * the hook's timeout refused every autostarted guest. */
+void vpVirConnSetLock(vpVirConn *vc, GMutex *lock);
 void vpVirConnFree(vpVirConn *vc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpVirConn, vpVirConnFree)
 

@@ -67,14 +67,14 @@ def topology_cores(vcpuplace, topology):
     """{cpu: core} of the topology as vcpuplace reads it."""
     res = subprocess.run([vcpuplace, "topology", "-t", topology, "--json"], capture_output=True,
                          text=True, check=True)
-    return {p["cpu"]: p["core"] for p in json.loads(res.stdout)["pus"]}
+    return {p["cpu"]: p["core"] for p in json.loads(res.stdout)["cpus"]}
 
 
 def place_in_turn(vcpuplace, topology, core_of, tenants, smt, labels, work):
     """Each tenant through `vcpuplace plan` against the ledger of those before it.
     Returns (CPUs per tenant, None when refused; notes)."""
     ledger_path = os.path.join(work, "ledger.json")
-    ledger = {"version": 1, "domains": []}
+    ledger = {"format": 1, "domains": []}
     notes = []
     for t, vcpus in enumerate(tenants):
         name = f"tenant-{NAMES[t]}"
@@ -87,7 +87,8 @@ def place_in_turn(vcpuplace, topology, core_of, tenants, smt, labels, work):
         res = subprocess.run([vcpuplace, "plan", "-t", topology, "-l", ledger_path, "--json",
                               path], capture_output=True, text=True, check=False)
         if res.returncode == 2:
-            notes.append(f"{NAMES[t]} refused: {res.stderr.strip()}")
+            why = json.loads(res.stdout).get("error", "") if res.stdout.strip() else ""
+            notes.append(f"{NAMES[t]} refused: {why or res.stderr.strip()}")
             continue
         if res.returncode != 0:
             sys.exit(f"coresched_cost.py: vcpuplace plan {path}: {res.stderr.strip()}")
@@ -95,15 +96,15 @@ def place_in_turn(vcpuplace, topology, core_of, tenants, smt, labels, work):
         for m in plan.pop("moves", None) or []:
             held = next(d for d in ledger["domains"] if d["domain"] == m["domain"])
             vcpu = next(v for v in held["vcpus"] if v["vcpu"] == m["vcpu"])
-            if vcpu["pu"] != m["from"]:
+            if vcpu["cpu"] != m["from"]:
                 sys.exit(f"coresched_cost.py: move {m} does not start where the ledger has it")
-            vcpu["pu"] = m["to"]
+            vcpu["cpu"] = m["to"]
             vcpu["core"] = core_of[m["to"]]
             notes.append(f"{m['domain'].removeprefix('tenant-')} vCPU {m['vcpu']} moved "
                          f"{m['from']}->{m['to']} to make room for {NAMES[t]}")
         ledger["domains"].append(plan)
     # The final CPUs, after every move the later starts made.
-    final = {d["domain"]: [v["pu"] for v in sorted(d["vcpus"], key=lambda v: v["vcpu"])]
+    final = {d["domain"]: [v["cpu"] for v in sorted(d["vcpus"], key=lambda v: v["vcpu"])]
              for d in ledger["domains"]}
     pins = [final.get(f"tenant-{NAMES[t]}") for t in range(len(tenants))]
     return pins, notes

@@ -82,7 +82,7 @@ e2e_expect_eq "vpe2e-d-sq-share emulator followed its vCPU" 0 \
 vpd_check_disjoint
 e2e_expect_match "vcpuplace status shows the move" \
     'for vpe2e-d-sq-iso: vpe2e-d-sq-share vCPU 0 CPU 1 -> 0 moved' "$(vpd_status)"
-e2e_expect_match "metrics count it" '^vcpuplace_admission_moves_total 1$' \
+e2e_expect_match "metrics count it" '^vcpuplace_moves_total\{reason="admission"\} 1$' \
     "$("$vpd_cli" metrics --config "$vpd_conf")"
 e2e_expect_match "the move is logged with its start and reason" \
     "domain vpe2e-d-sq-share: vCPU 0 moved from CPU 1 to CPU 0 for the start of 'vpe2e-d-sq-iso': makes room" \
@@ -109,7 +109,7 @@ e2e_expect_eq "vpe2e-d-sq-iso not running" "shut off" "$(virsh domstate vpe2e-d-
 e2e_expect_eq "vpe2e-d-sq-iso holds nothing" none "$(vpd_state vpe2e-d-sq-iso)"
 vpd_check_applied vpe2e-d-sq-share
 e2e_expect_eq "vpe2e-d-sq-share back on CPU 1" 1 "$vpd_planned_cpus"
-e2e_expect_match "metrics count the failure" '^vcpuplace_admission_move_failures_total 1$' \
+e2e_expect_match "metrics count the failure" '^vcpuplace_move_failures_total\{reason="admission"\} 1$' \
     "$("$vpd_cli" metrics --config "$vpd_conf")"
 
 virsh -q destroy vpe2e-d-sq-share >/dev/null
