@@ -80,6 +80,13 @@ def relabel(outcome_path, trace_path, out_path):
             out.write(json.dumps(rec) + "\n")
 
 
+def plan_cpu(v):
+    """A plan's vCPU's CPU: "cpu" (null: none); the --before build writes "pu" (-1: none)."""
+    if "cpu" in v:
+        return v["cpu"]
+    return None if v["pu"] < 0 else v["pu"]
+
+
 def simulate_outcome(sim, trace_path, out_path):
     """vcpuplace's own placements as an outcome file (no decision times: us = 0)."""
     asks = {}
@@ -90,11 +97,13 @@ def simulate_outcome(sim, trace_path, out_path):
                 asks[ev["name"]] = ev
     with open(out_path, "w", encoding="utf-8") as out:
         for ev in sim["events"]:
+            # the --before build's simulate names the domain "name" (before the JSON format 1)
+            dom = ev["domain"] if "domain" in ev else ev["name"]
             if ev["op"] == "stop":
-                out.write(json.dumps({"op": "stop", "name": ev["domain"]}) + "\n")
+                out.write(json.dumps({"op": "stop", "name": dom}) + "\n")
                 continue
-            ask = asks[ev["domain"]]
-            rec = {"op": "start", "name": ev["domain"], "vcpus": ask["vcpus"], "smt": ask["smt"],
+            ask = asks[dom]
+            rec = {"op": "start", "name": dom, "vcpus": ask["vcpus"], "smt": ask["smt"],
                    "us": 0}
             for key in ("group", "coresched"):
                 if key in ask:
@@ -106,7 +115,7 @@ def simulate_outcome(sim, trace_path, out_path):
                 threads = plan.get("guest_topology", {}).get("threads") or ask.get("threads")
                 if threads:
                     rec["threads"] = threads
-                rec["cpus"] = [v["cpu"] for v in sorted(plan["vcpus"], key=lambda v: v["vcpu"])]
+                rec["cpus"] = [plan_cpu(v) for v in sorted(plan["vcpus"], key=lambda v: v["vcpu"])]
                 rec["reserved"] = cpu_list(plan["reserved"])
                 if plan.get("moves"):
                     rec["moves"] = [{"name": m["domain"], "from": m["from"], "to": m["to"]}
