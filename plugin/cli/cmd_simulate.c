@@ -208,6 +208,42 @@ printNodes(const vpTopology *topo, const vpLedger *ledger)
     }
 }
 
+/* With --json, the events are written into one document as they happen. */
+static JsonBuilder *
+eventsBegin(void)
+{
+    JsonBuilder *events = json_builder_new();
+
+    json_builder_begin_object(events);
+    json_builder_set_member_name(events, "events");
+    json_builder_begin_array(events);
+    return events;
+}
+
+/* The final metrics and memory per node: events NULL as text, else closing the document. */
+static void
+printResult(const vpTopology *topo, const vpLedger *ledger, const vpScore *score,
+            JsonBuilder *events)
+{
+    if (events) {
+        g_autoptr(JsonNode) root = NULL;
+
+        json_builder_end_array(events);
+        json_builder_set_member_name(events, "metrics");
+        json_builder_add_value(events, vpScoreToJson(score));
+        json_builder_set_member_name(events, "nodes");
+        json_builder_add_value(events, nodesJson(topo, ledger));
+        json_builder_end_object(events);
+        root = json_builder_get_root(events);
+        vpCliPrintJson(root);
+    } else {
+        g_autoptr(JsonNode) metrics = vpScoreToJson(score);
+
+        vpCliPrintMetrics(metrics);
+        printNodes(topo, ledger);
+    }
+}
+
 int
 vpCmdSimulate(int argc, char **argv)
 {
@@ -235,19 +271,14 @@ vpCmdSimulate(int argc, char **argv)
     g_option_context_set_summary(octx, "Replay a JSON-lines trace of starts and stops through "
                                        "the placer, and score the result.");
     g_option_context_add_main_entries(octx, entries, NULL);
-    vpCliAddOptions(octx, &opts);
-    if (!g_option_context_parse(octx, &argc, &argv, &error)) {
-        vpCliError("simulate", error);
+    if (!vpCliParseOptions(octx, &opts, "simulate", &argc, &argv))
         return VP_EXIT_ERROR;
-    }
     if (argc != 2) {
         fprintf(stderr, "vcpuplace simulate: expected one TRACE.jsonl argument\n");
         return VP_EXIT_ERROR;
     }
-    if (max_moves < 0 || max_moves > 64) {
-        fprintf(stderr, "vcpuplace simulate: --max-moves=%d is not within 0..64\n", max_moves);
+    if (!vpCliCheckMaxMoves("simulate", max_moves))
         return VP_EXIT_ERROR;
-    }
     if (!vpCliLoadDefaults(&opts, &defaults, &error) ||
         !(topo = vpCliLoadTopology(&opts, &error))) {
         vpCliError("simulate", error);
@@ -255,39 +286,14 @@ vpCmdSimulate(int argc, char **argv)
     }
     ledger = vpLedgerNew(topo);
     score = vpScoreNew(topo);
-    if (opts.json) {
-        events = json_builder_new();
-        json_builder_begin_object(events);
-        json_builder_set_member_name(events, "events");
-        json_builder_begin_array(events);
-    }
+    events = opts.json ? eventsBegin() : NULL;
     sim = (vpSim){topo, ledger, score, events, quiet, {(unsigned)max_moves}};
     ok = replay(&sim, argv[1], &defaults, &error);
     vpPolicyClear(&defaults);
-    if (!ok) {
+    if (!ok || (save && !vpLedgerFileSave(ledger, save, &error))) {
         vpCliError("simulate", error);
         return VP_EXIT_ERROR;
     }
-    if (save && !vpLedgerFileSave(ledger, save, &error)) {
-        vpCliError("simulate", error);
-        return VP_EXIT_ERROR;
-    }
-    if (events) {
-        g_autoptr(JsonNode) root = NULL;
-
-        json_builder_end_array(events);
-        json_builder_set_member_name(events, "metrics");
-        json_builder_add_value(events, vpScoreToJson(score));
-        json_builder_set_member_name(events, "nodes");
-        json_builder_add_value(events, nodesJson(topo, ledger));
-        json_builder_end_object(events);
-        root = json_builder_get_root(events);
-        vpCliPrintJson(root);
-    } else {
-        g_autoptr(JsonNode) metrics = vpScoreToJson(score);
-
-        vpCliPrintMetrics(metrics);
-        printNodes(topo, ledger);
-    }
+    printResult(topo, ledger, score, events);
     return VP_EXIT_OK;
 }
