@@ -253,8 +253,9 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
 }
 
 static gboolean
-scoreLine(vpScore *score, const char *line, GError **error)
+scoreLine(const char *line, unsigned lineno, gpointer data, GError **error)
 {
+    vpScore *score = data;
     static const char *const stop_keys[] = {"op", "domain", "name", NULL};
     g_autoptr(JsonNode) root = NULL;
     JsonObject *obj;
@@ -285,26 +286,6 @@ scoreLine(vpScore *score, const char *line, GError **error)
     return FALSE;
 }
 
-static gboolean
-scoreFile(vpScore *score, const char *path, GError **error)
-{
-    g_autofree char *data = NULL;
-    g_auto(GStrv) lines = NULL;
-
-    if (!g_file_get_contents(path, &data, NULL, error))
-        return FALSE;
-    lines = g_strsplit(data, "\n", -1);
-    for (unsigned i = 0; lines[i]; i++) {
-        if (!*g_strstrip(lines[i]))
-            continue;
-        if (!scoreLine(score, lines[i], error)) {
-            g_prefix_error(error, "%s:%u: ", path, i + 1);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
 int
 vpCmdScore(int argc, char **argv)
 {
@@ -329,7 +310,7 @@ vpCmdScore(int argc, char **argv)
         return VP_EXIT_ERROR;
     }
     score = vpScoreNew(topo);
-    if (!scoreFile(score, argv[1], &error)) {
+    if (!vpTraceEachLine(argv[1], scoreLine, score, &error)) {
         vpCliError("score", error);
         return VP_EXIT_ERROR;
     }

@@ -23,6 +23,7 @@ typedef struct {
     JsonBuilder *events; /* NULL unless --json */
     gboolean quiet;
     vpCompactConfig compact;
+    const vpPolicy *defaults; /* what the trace's starts leave out */
 } vpSim;
 
 static double
@@ -137,32 +138,17 @@ step(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, GError **error)
 }
 
 static gboolean
-replay(vpSim *sim, const char *path, const vpPolicy *defaults, GError **error)
+replayLine(const char *line, unsigned lineno, gpointer data, GError **error)
 {
-    g_autofree char *data = NULL;
-    g_auto(GStrv) lines = NULL;
+    vpSim *sim = data;
+    vpTraceEvent ev;
+    gboolean ok;
 
-    if (!g_file_get_contents(path, &data, NULL, error))
+    if (!vpTraceParseLine(line, sim->defaults, &ev, error))
         return FALSE;
-    lines = g_strsplit(data, "\n", -1);
-    for (unsigned i = 0; lines[i]; i++) {
-        vpTraceEvent ev;
-        gboolean ok;
-
-        if (!*g_strstrip(lines[i]))
-            continue;
-        if (!vpTraceParseLine(lines[i], defaults, &ev, error)) {
-            g_prefix_error(error, "%s:%u: ", path, i + 1);
-            return FALSE;
-        }
-        ok = step(sim, i + 1, &ev, error);
-        vpTraceEventClear(&ev);
-        if (!ok) {
-            g_prefix_error(error, "%s:%u: ", path, i + 1);
-            return FALSE;
-        }
-    }
-    return TRUE;
+    ok = step(sim, lineno, &ev, error);
+    vpTraceEventClear(&ev);
+    return ok;
 }
 
 /* Memory the domains still running at the end hold per node, beside what the node has
@@ -287,8 +273,8 @@ vpCmdSimulate(int argc, char **argv)
     ledger = vpLedgerNew(topo);
     score = vpScoreNew(topo);
     events = opts.json ? eventsBegin() : NULL;
-    sim = (vpSim){topo, ledger, score, events, quiet, {(unsigned)max_moves}};
-    ok = replay(&sim, argv[1], &defaults, &error);
+    sim = (vpSim){topo, ledger, score, events, quiet, {(unsigned)max_moves}, &defaults};
+    ok = vpTraceEachLine(argv[1], replayLine, &sim, &error);
     vpPolicyClear(&defaults);
     if (!ok || (save && !vpLedgerFileSave(ledger, save, &error))) {
         vpCliError("simulate", error);
