@@ -78,22 +78,41 @@ printText(const vpTopology *topo, const vpLedger *ledger, const vpCapacityShape 
     }
 }
 
+/* --vcpus, else the configuration's capacity_vcpus, else the built-in list. */
+static GArray *
+shapeCounts(const vpCliOptions *opts, const char *vcpus_list, GError **error)
+{
+    g_autofree char *list = g_strdup(vcpus_list);
+
+    if (!list && !(list = vpCliConfValue(opts, "daemon", "capacity_vcpus", error))) {
+        if (error && *error)
+            return NULL;
+        list = g_strdup(VP_CAPACITY_DEFAULT_VCPUS);
+    }
+    return vpCapacityParseVcpus(list, error);
+}
+
+static void
+printCapacity(const vpCliOptions *opts, const vpTopology *topo, const vpLedger *ledger,
+              const vpCapacity *cap)
+{
+    if (opts->json) {
+        g_autoptr(JsonNode) node = toJson(topo, cap->shapes, cap->nshapes);
+
+        vpCliPrintJson(node);
+    } else {
+        printText(topo, ledger, cap->shapes, cap->nshapes);
+    }
+}
+
 int
 vpCmdCapacity(int argc, char **argv)
 {
     g_auto(vpCliOptions) opts = {0};
-    g_autofree char *ledger_path = NULL;
-    g_autofree char *socket = NULL;
+    g_auto(vpCliHeldOptions) held = {0};
     g_autofree char *vcpus_list = NULL;
-    gboolean live = FALSE;
     g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
     GOptionEntry entries[] = {
-        {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &ledger_path,
-         "ledger (JSON) of CPUs already held", "FILE"},
-        {"live", 0, 0, G_OPTION_ARG_NONE, &live,
-         "the running daemon's topology and ledger (socket from --config or --socket)", NULL},
-        {"socket", 's', 0, G_OPTION_ARG_FILENAME, &socket, "the daemon's socket (with --live)",
-         "PATH"},
         {"vcpus", 0, 0, G_OPTION_ARG_STRING, &vcpus_list,
          "vCPU counts of the shapes (default " VP_CAPACITY_DEFAULT_VCPUS ")", "LIST"},
         G_OPTION_ENTRY_NULL,
@@ -102,58 +121,35 @@ vpCmdCapacity(int argc, char **argv)
     g_autoptr(vpTopology) topo = NULL;
     g_autoptr(vpLedger) ledger = NULL;
     g_autoptr(GArray) counts = NULL;
+    g_autoptr(vpCapacity) cap = NULL;
     vpPolicy defaults;
+    int rc;
 
     g_option_context_set_summary(octx, "How many more VMs of each shape (vCPUs x smt policy) fit "
                                        "now, on the host and per NUMA node,\nby repeated "
                                        "placement on a copy of the ledger.");
+    vpCliAddHeldOptions(octx, &held);
     g_option_context_add_main_entries(octx, entries, NULL);
-    vpCliAddOptions(octx, &opts);
-    if (!g_option_context_parse(octx, &argc, &argv, &error)) {
-        vpCliError("capacity", error);
+    if (!vpCliParseOptions(octx, &opts, "capacity", &argc, &argv))
         return VP_EXIT_ERROR;
-    }
     if (argc != 1) {
         fprintf(stderr, "vcpuplace capacity: unexpected argument '%s'\n", argv[1]);
         return VP_EXIT_ERROR;
     }
-    if (live && (ledger_path || opts.topology || opts.host_cpus || opts.housekeeping)) {
-        fprintf(stderr,
-                "vcpuplace capacity: --live takes the topology, CPU sets and ledger "
-                "from the daemon; drop --ledger, --topology, --host-cpus, --housekeeping\n");
+    if (!vpCliHeldCheck("capacity", &opts, &held))
         return VP_EXIT_ERROR;
-    }
-    if (!vcpus_list && !(vcpus_list = vpCliConfValue(&opts, "daemon", "capacity_vcpus", &error)) &&
-        !error)
-        vcpus_list = g_strdup(VP_CAPACITY_DEFAULT_VCPUS);
-    if (error || !(counts = vpCapacityParseVcpus(vcpus_list, &error)) ||
+    if (!(counts = shapeCounts(&opts, vcpus_list, &error)) ||
         !vpCliLoadDefaults(&opts, &defaults, &error)) {
         vpCliError("capacity", error);
         return VP_EXIT_ERROR;
     }
-    if (live) {
-        if (!vpCliLoadLive(&opts, socket, &topo, &ledger, &error)) {
-            vpPolicyClear(&defaults);
-            return vpLiveFail("capacity", error);
-        }
-    } else if (!(topo = vpCliLoadTopology(&opts, &error)) ||
-               !(ledger = vpCliLoadLedger(topo, ledger_path, &error))) {
-        vpPolicyClear(&defaults);
+    if ((rc = vpCliLoadHeld("capacity", &opts, &held, &topo, &ledger)) == VP_EXIT_OK &&
+        !(cap = vpCapacityCompute(topo, ledger, &defaults, counts, &error))) {
         vpCliError("capacity", error);
-        return VP_EXIT_ERROR;
+        rc = VP_EXIT_ERROR;
     }
-
-    g_autoptr(vpCapacity) cap = vpCapacityCompute(topo, ledger, &defaults, counts, &error);
     vpPolicyClear(&defaults);
-    if (!cap) {
-        vpCliError("capacity", error);
-        return VP_EXIT_ERROR;
-    }
-    if (opts.json) {
-        g_autoptr(JsonNode) node = toJson(topo, cap->shapes, cap->nshapes);
-        vpCliPrintJson(node);
-    } else {
-        printText(topo, ledger, cap->shapes, cap->nshapes);
-    }
-    return VP_EXIT_OK;
+    if (rc == VP_EXIT_OK)
+        printCapacity(&opts, topo, ledger, cap);
+    return rc;
 }

@@ -13,6 +13,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A script reading stdout learns why as well as the exit status. */
+static void
+printRefusal(const vpRequest *req, const GError *error)
+{
+    g_autoptr(JsonObject) o = json_object_new();
+    g_autoptr(JsonNode) node = json_node_new(JSON_NODE_OBJECT);
+
+    json_object_set_string_member(o, "domain", req->name);
+    json_object_set_boolean_member(o, "refused", TRUE);
+    json_object_set_string_member(o, "error", error->message);
+    json_node_set_object(node, o);
+    vpCliPrintJson(node);
+}
+
 int
 vpCmdPlan(int argc, char **argv)
 {
@@ -40,19 +54,14 @@ vpCmdPlan(int argc, char **argv)
         "Place one domain on a topology without applying it (DOMAIN.xml \"-\": standard input).\n"
         "Exit status: 0 placed, 2 refused by policy, 1 bad input.");
     g_option_context_add_main_entries(octx, entries, NULL);
-    vpCliAddOptions(octx, &opts);
-    if (!g_option_context_parse(octx, &argc, &argv, &error)) {
-        vpCliError("plan", error);
+    if (!vpCliParseOptions(octx, &opts, "plan", &argc, &argv))
         return VP_EXIT_ERROR;
-    }
     if (argc != 2) {
         fprintf(stderr, "vcpuplace plan: expected one DOMAIN.xml argument\n");
         return VP_EXIT_ERROR;
     }
-    if (max_moves < 0 || max_moves > 64) {
-        fprintf(stderr, "vcpuplace plan: --max-moves=%d is not within 0..64\n", max_moves);
+    if (!vpCliCheckMaxMoves("plan", max_moves))
         return VP_EXIT_ERROR;
-    }
     compact.max_moves = (unsigned)max_moves;
     if (!vpCliLoadDefaults(&opts, &defaults, &error) ||
         !(topo = vpCliLoadTopology(&opts, &error)) ||
@@ -73,17 +82,8 @@ vpCmdPlan(int argc, char **argv)
         gboolean refused = g_error_matches(error, VP_ERROR, VP_ERROR_REFUSED);
 
         vpCliError("plan", error);
-        /* a script reading stdout learns why as well as the exit status */
-        if (opts.json && refused) {
-            g_autoptr(JsonObject) o = json_object_new();
-            g_autoptr(JsonNode) node = json_node_new(JSON_NODE_OBJECT);
-
-            json_object_set_string_member(o, "domain", req->name);
-            json_object_set_boolean_member(o, "refused", TRUE);
-            json_object_set_string_member(o, "error", error->message);
-            json_node_set_object(node, o);
-            vpCliPrintJson(node);
-        }
+        if (opts.json && refused)
+            printRefusal(req, error);
         return refused ? VP_EXIT_REFUSED : VP_EXIT_ERROR;
     }
     if (opts.json) {

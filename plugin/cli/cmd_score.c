@@ -124,32 +124,13 @@ scoreMoves(vpScore *score, JsonObject *obj, GError **error)
     return TRUE;
 }
 
+/* The start's policy: "smt" (already read), then "group" (null or "" for none) and
+ * "coresched", each checked as a domain's metadata would be. */
 static gboolean
-scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
+startPolicy(JsonObject *obj, const char *smt, vpPolicy *policy, GError **error)
 {
-    static const char *const keys[] = {"op",    "domain",    "name",    "vcpus", "smt",
-                                       "group", "threads",   "refused", "cpus",  "reserved",
-                                       "us",    "coresched", "moves",   NULL};
-    vpPolicy policy;
-    const char *coresched = NULL;
-    unsigned vcpus = 0, threads = 1;
-    const char *smt, *group = NULL;
-    double us;
-    g_autofree int *cpus = NULL, *reserved = NULL;
-    g_autoptr(vpBitmap) held = NULL;
-    guint ncpus, nreserved = 0;
-    gboolean ok;
+    const char *coresched = NULL, *group = NULL;
 
-    if (!vpJsonCheckKeys(obj, "start event", keys, error))
-        return FALSE;
-    if (!json_object_has_member(obj, "vcpus")) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "start needs \"vcpus\"");
-        return FALSE;
-    }
-    if (!vpTraceGetUInt(obj, "vcpus", VP_SCORE_MAX_VCPUS, &vcpus, error) ||
-        !(smt = vpTraceGetString(obj, "smt", error)) || !memberUs(obj, &us, error) ||
-        !vpTraceGetUInt(obj, "threads", 8, &threads, error))
-        return FALSE;
     if (json_object_has_member(obj, "group") && !json_object_get_null_member(obj, "group") &&
         !(group = vpTraceGetString(obj, "group", error)))
         return FALSE;
@@ -161,30 +142,73 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
     if (json_object_has_member(obj, "coresched") &&
         !(coresched = vpTraceGetString(obj, "coresched", error)))
         return FALSE;
-    vpPolicyInitDefaults(&policy);
-    ok = vpPolicySetAttr(&policy, "smt", smt, error) &&
-         (!coresched || vpPolicySetAttr(&policy, "coresched", coresched, error));
-    vpPolicyClear(&policy);
-    if (!ok)
+    vpPolicyInitDefaults(policy);
+    if (!vpPolicySetAttr(policy, "smt", smt, error) ||
+        (coresched && !vpPolicySetAttr(policy, "coresched", coresched, error))) {
+        vpPolicyClear(policy);
         return FALSE;
+    }
+    policy->group = g_strdup(group && *group ? group : NULL);
+    return TRUE;
+}
 
-    if (json_object_has_member(obj, "refused")) {
-        JsonNode *r = json_object_get_member(obj, "refused");
+/* "refused" (absent: false); a refused start names no CPUs. */
+static gboolean
+startRefused(JsonObject *obj, gboolean *refused, GError **error)
+{
+    JsonNode *r = json_object_get_member(obj, "refused");
 
-        if (!JSON_NODE_HOLDS_VALUE(r) || json_node_get_value_type(r) != G_TYPE_BOOLEAN) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"refused\" must be true or false");
+    *refused = FALSE;
+    if (!r)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(r) || json_node_get_value_type(r) != G_TYPE_BOOLEAN) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"refused\" must be true or false");
+        return FALSE;
+    }
+    *refused = json_node_get_boolean(r);
+    if (*refused &&
+        (json_object_has_member(obj, "cpus") || json_object_has_member(obj, "reserved"))) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "a refused start has no \"cpus\" or \"reserved\"");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* "reserved" as a set (*out NULL when absent); a CPU named twice is an error. */
+static gboolean
+startReserved(JsonObject *obj, vpBitmap **out, GError **error)
+{
+    g_autofree int *reserved = NULL;
+    g_autoptr(vpBitmap) held = NULL;
+    guint nreserved = 0;
+
+    *out = NULL;
+    if (!json_object_has_member(obj, "reserved"))
+        return TRUE;
+    if (!(reserved = memberCpus(obj, "reserved", &nreserved, error)))
+        return FALSE;
+    held = hwloc_bitmap_alloc();
+    for (guint i = 0; i < nreserved; i++) {
+        if (hwloc_bitmap_isset(held, reserved[i])) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"reserved\" names CPU %d twice",
+                        reserved[i]);
             return FALSE;
         }
-        if (json_node_get_boolean(r)) {
-            if (json_object_has_member(obj, "cpus") || json_object_has_member(obj, "reserved")) {
-                g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                            "a refused start has no \"cpus\" or \"reserved\"");
-                return FALSE;
-            }
-            vpScoreRefused(score, vcpus, us);
-            return TRUE;
-        }
+        hwloc_bitmap_set(held, reserved[i]);
     }
+    *out = g_steal_pointer(&held);
+    return TRUE;
+}
+
+/* An admitted start: one CPU per vCPU, the reserved ones, and the moves made before it. */
+static gboolean
+startPlaced(vpScore *score, JsonObject *obj, const char *name, const vpPolicy *policy,
+            unsigned threads, unsigned vcpus, double us, GError **error)
+{
+    g_autofree int *cpus = NULL;
+    g_autoptr(vpBitmap) held = NULL;
+    guint ncpus;
 
     if (!(cpus = memberCpus(obj, "cpus", &ncpus, error)))
         return FALSE;
@@ -193,34 +217,45 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
                     ncpus, vcpus);
         return FALSE;
     }
-    if (json_object_has_member(obj, "reserved")) {
-        if (!(reserved = memberCpus(obj, "reserved", &nreserved, error)))
-            return FALSE;
-        held = hwloc_bitmap_alloc();
-        for (guint i = 0; i < nreserved; i++) {
-            if (hwloc_bitmap_isset(held, reserved[i])) {
-                g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"reserved\" names CPU %d twice",
-                            reserved[i]);
-                return FALSE;
-            }
-            hwloc_bitmap_set(held, reserved[i]);
-        }
+    return startReserved(obj, &held, error) && scoreMoves(score, obj, error) &&
+           vpScorePlaced(score, name, policy, threads, vcpus, cpus, held, us, error);
+}
+
+static gboolean
+scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
+{
+    static const char *const keys[] = {"op",    "domain",    "name",    "vcpus", "smt",
+                                       "group", "threads",   "refused", "cpus",  "reserved",
+                                       "us",    "coresched", "moves",   NULL};
+    vpPolicy policy;
+    unsigned vcpus = 0, threads = 1;
+    const char *smt;
+    double us;
+    gboolean refused, ok;
+
+    if (!vpJsonCheckKeys(obj, "start event", keys, error))
+        return FALSE;
+    if (!json_object_has_member(obj, "vcpus")) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "start needs \"vcpus\"");
+        return FALSE;
     }
-    /* both values were checked above */
-    vpPolicyInitDefaults(&policy);
-    vpPolicySetAttr(&policy, "smt", smt, NULL);
-    if (coresched)
-        vpPolicySetAttr(&policy, "coresched", coresched, NULL);
-    policy.group = g_strdup(group && *group ? group : NULL);
-    ok = scoreMoves(score, obj, error) &&
-         vpScorePlaced(score, name, &policy, threads, vcpus, cpus, held, us, error);
+    if (!vpTraceGetUInt(obj, "vcpus", VP_SCORE_MAX_VCPUS, &vcpus, error) ||
+        !(smt = vpTraceGetString(obj, "smt", error)) || !memberUs(obj, &us, error) ||
+        !vpTraceGetUInt(obj, "threads", 8, &threads, error) ||
+        !startPolicy(obj, smt, &policy, error))
+        return FALSE;
+    ok = startRefused(obj, &refused, error) &&
+         (refused || startPlaced(score, obj, name, &policy, threads, vcpus, us, error));
+    if (ok && refused)
+        vpScoreRefused(score, vcpus, us);
     vpPolicyClear(&policy);
     return ok;
 }
 
 static gboolean
-scoreLine(vpScore *score, const char *line, GError **error)
+scoreLine(const char *line, unsigned lineno, gpointer data, GError **error)
 {
+    vpScore *score = data;
     static const char *const stop_keys[] = {"op", "domain", "name", NULL};
     g_autoptr(JsonNode) root = NULL;
     JsonObject *obj;
@@ -251,26 +286,6 @@ scoreLine(vpScore *score, const char *line, GError **error)
     return FALSE;
 }
 
-static gboolean
-scoreFile(vpScore *score, const char *path, GError **error)
-{
-    g_autofree char *data = NULL;
-    g_auto(GStrv) lines = NULL;
-
-    if (!g_file_get_contents(path, &data, NULL, error))
-        return FALSE;
-    lines = g_strsplit(data, "\n", -1);
-    for (unsigned i = 0; lines[i]; i++) {
-        if (!*g_strstrip(lines[i]))
-            continue;
-        if (!scoreLine(score, lines[i], error)) {
-            g_prefix_error(error, "%s:%u: ", path, i + 1);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
 int
 vpCmdScore(int argc, char **argv)
 {
@@ -284,11 +299,8 @@ vpCmdScore(int argc, char **argv)
     g_option_context_set_summary(octx, "Score another placer's outcomes (JSON lines of starts "
                                        "with their CPUs, refusals and stops) with the metrics "
                                        "of `vcpuplace simulate`.");
-    vpCliAddOptions(octx, &opts);
-    if (!g_option_context_parse(octx, &argc, &argv, &error)) {
-        vpCliError("score", error);
+    if (!vpCliParseOptions(octx, &opts, "score", &argc, &argv))
         return VP_EXIT_ERROR;
-    }
     if (argc != 2) {
         fprintf(stderr, "vcpuplace score: expected one OUTCOMES.jsonl argument\n");
         return VP_EXIT_ERROR;
@@ -298,7 +310,7 @@ vpCmdScore(int argc, char **argv)
         return VP_EXIT_ERROR;
     }
     score = vpScoreNew(topo);
-    if (!scoreFile(score, argv[1], &error)) {
+    if (!vpTraceEachLine(argv[1], scoreLine, score, &error)) {
         vpCliError("score", error);
         return VP_EXIT_ERROR;
     }

@@ -23,6 +23,7 @@ typedef struct {
     JsonBuilder *events; /* NULL unless --json */
     gboolean quiet;
     vpCompactConfig compact;
+    const vpPolicy *defaults; /* what the trace's starts leave out */
 } vpSim;
 
 static double
@@ -137,32 +138,17 @@ step(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, GError **error)
 }
 
 static gboolean
-replay(vpSim *sim, const char *path, const vpPolicy *defaults, GError **error)
+replayLine(const char *line, unsigned lineno, gpointer data, GError **error)
 {
-    g_autofree char *data = NULL;
-    g_auto(GStrv) lines = NULL;
+    vpSim *sim = data;
+    vpTraceEvent ev;
+    gboolean ok;
 
-    if (!g_file_get_contents(path, &data, NULL, error))
+    if (!vpTraceParseLine(line, sim->defaults, &ev, error))
         return FALSE;
-    lines = g_strsplit(data, "\n", -1);
-    for (unsigned i = 0; lines[i]; i++) {
-        vpTraceEvent ev;
-        gboolean ok;
-
-        if (!*g_strstrip(lines[i]))
-            continue;
-        if (!vpTraceParseLine(lines[i], defaults, &ev, error)) {
-            g_prefix_error(error, "%s:%u: ", path, i + 1);
-            return FALSE;
-        }
-        ok = step(sim, i + 1, &ev, error);
-        vpTraceEventClear(&ev);
-        if (!ok) {
-            g_prefix_error(error, "%s:%u: ", path, i + 1);
-            return FALSE;
-        }
-    }
-    return TRUE;
+    ok = step(sim, lineno, &ev, error);
+    vpTraceEventClear(&ev);
+    return ok;
 }
 
 /* Memory the domains still running at the end hold per node, beside what the node has
@@ -208,6 +194,42 @@ printNodes(const vpTopology *topo, const vpLedger *ledger)
     }
 }
 
+/* With --json, the events are written into one document as they happen. */
+static JsonBuilder *
+eventsBegin(void)
+{
+    JsonBuilder *events = json_builder_new();
+
+    json_builder_begin_object(events);
+    json_builder_set_member_name(events, "events");
+    json_builder_begin_array(events);
+    return events;
+}
+
+/* The final metrics and memory per node: events NULL as text, else closing the document. */
+static void
+printResult(const vpTopology *topo, const vpLedger *ledger, const vpScore *score,
+            JsonBuilder *events)
+{
+    if (events) {
+        g_autoptr(JsonNode) root = NULL;
+
+        json_builder_end_array(events);
+        json_builder_set_member_name(events, "metrics");
+        json_builder_add_value(events, vpScoreToJson(score));
+        json_builder_set_member_name(events, "nodes");
+        json_builder_add_value(events, nodesJson(topo, ledger));
+        json_builder_end_object(events);
+        root = json_builder_get_root(events);
+        vpCliPrintJson(root);
+    } else {
+        g_autoptr(JsonNode) metrics = vpScoreToJson(score);
+
+        vpCliPrintMetrics(metrics);
+        printNodes(topo, ledger);
+    }
+}
+
 int
 vpCmdSimulate(int argc, char **argv)
 {
@@ -235,19 +257,14 @@ vpCmdSimulate(int argc, char **argv)
     g_option_context_set_summary(octx, "Replay a JSON-lines trace of starts and stops through "
                                        "the placer, and score the result.");
     g_option_context_add_main_entries(octx, entries, NULL);
-    vpCliAddOptions(octx, &opts);
-    if (!g_option_context_parse(octx, &argc, &argv, &error)) {
-        vpCliError("simulate", error);
+    if (!vpCliParseOptions(octx, &opts, "simulate", &argc, &argv))
         return VP_EXIT_ERROR;
-    }
     if (argc != 2) {
         fprintf(stderr, "vcpuplace simulate: expected one TRACE.jsonl argument\n");
         return VP_EXIT_ERROR;
     }
-    if (max_moves < 0 || max_moves > 64) {
-        fprintf(stderr, "vcpuplace simulate: --max-moves=%d is not within 0..64\n", max_moves);
+    if (!vpCliCheckMaxMoves("simulate", max_moves))
         return VP_EXIT_ERROR;
-    }
     if (!vpCliLoadDefaults(&opts, &defaults, &error) ||
         !(topo = vpCliLoadTopology(&opts, &error))) {
         vpCliError("simulate", error);
@@ -255,39 +272,14 @@ vpCmdSimulate(int argc, char **argv)
     }
     ledger = vpLedgerNew(topo);
     score = vpScoreNew(topo);
-    if (opts.json) {
-        events = json_builder_new();
-        json_builder_begin_object(events);
-        json_builder_set_member_name(events, "events");
-        json_builder_begin_array(events);
-    }
-    sim = (vpSim){topo, ledger, score, events, quiet, {(unsigned)max_moves}};
-    ok = replay(&sim, argv[1], &defaults, &error);
+    events = opts.json ? eventsBegin() : NULL;
+    sim = (vpSim){topo, ledger, score, events, quiet, {(unsigned)max_moves}, &defaults};
+    ok = vpTraceEachLine(argv[1], replayLine, &sim, &error);
     vpPolicyClear(&defaults);
-    if (!ok) {
+    if (!ok || (save && !vpLedgerFileSave(ledger, save, &error))) {
         vpCliError("simulate", error);
         return VP_EXIT_ERROR;
     }
-    if (save && !vpLedgerFileSave(ledger, save, &error)) {
-        vpCliError("simulate", error);
-        return VP_EXIT_ERROR;
-    }
-    if (events) {
-        g_autoptr(JsonNode) root = NULL;
-
-        json_builder_end_array(events);
-        json_builder_set_member_name(events, "metrics");
-        json_builder_add_value(events, vpScoreToJson(score));
-        json_builder_set_member_name(events, "nodes");
-        json_builder_add_value(events, nodesJson(topo, ledger));
-        json_builder_end_object(events);
-        root = json_builder_get_root(events);
-        vpCliPrintJson(root);
-    } else {
-        g_autoptr(JsonNode) metrics = vpScoreToJson(score);
-
-        vpCliPrintMetrics(metrics);
-        printNodes(topo, ledger);
-    }
+    printResult(topo, ledger, score, events);
     return VP_EXIT_OK;
 }

@@ -10,9 +10,6 @@
 #include "cli/picture.h"
 #include "core/ledger.h"
 #include "core/request.h"
-#include "proto/proto.h"
-#include "host/hwtopo.h"
-#include "host/ledgerfile.h"
 
 #include <stdio.h>
 
@@ -107,23 +104,10 @@ printText(const vpTopology *topo, const vpLedger *ledger)
     }
 }
 
-static JsonNode *
-toJson(const vpTopology *topo, const vpLedger *ledger)
+/* {"numa", "usable_cpus", "memory" (null: unknown), "hugepages": [{"size", "count"}]} a node. */
+static void
+nodesJson(JsonBuilder *b, const vpTopology *topo)
 {
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autofree char *offline = vpCpuListFormat(vpTopologyOffline(topo));
-    g_autofree char *hk = vpCpuListFormat(vpTopologyHousekeeping(topo));
-
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "source");
-    json_builder_add_string_value(b, vpTopologyGetSource(topo));
-    json_builder_set_member_name(b, "smt");
-    json_builder_add_int_value(b, vpTopologyMaxSMT(topo));
-    json_builder_set_member_name(b, "offline");
-    json_builder_add_string_value(b, offline);
-    json_builder_set_member_name(b, "housekeeping");
-    json_builder_add_string_value(b, hk);
-    json_builder_set_member_name(b, "nodes");
     json_builder_begin_array(b);
     for (int n = 0; n < vpTopologyNGroups(topo, VP_LEVEL_NUMA); n++) {
         const vpGroup *g = vpTopologyGroup(topo, VP_LEVEL_NUMA, n);
@@ -154,121 +138,85 @@ toJson(const vpTopology *topo, const vpLedger *ledger)
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
+}
+
+/* One PU: its CPU, core, groups (the node by OS number), and who holds it. */
+static void
+cpuJson(JsonBuilder *b, const vpTopology *topo, const vpLedger *ledger, int pu)
+{
+    static const vpLevel levels[] = {VP_LEVEL_CLUSTER, VP_LEVEL_L3, VP_LEVEL_NUMA,
+                                     VP_LEVEL_PACKAGE};
+    const vpPU *p = vpTopologyPU(topo, pu);
+    const vpCore *core = vpTopologyCore(topo, p->core);
+    vpOwner owner = vpLedgerOwner(ledger, pu);
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "cpu");
+    json_builder_add_int_value(b, p->os);
+    json_builder_set_member_name(b, "core");
+    json_builder_add_int_value(b, p->core);
+    for (gsize l = 0; l < G_N_ELEMENTS(levels); l++) {
+        int idx = core->group[levels[l]];
+
+        json_builder_set_member_name(b, vpLevelName(levels[l]));
+        json_builder_add_int_value(b, levels[l] == VP_LEVEL_NUMA
+                                          ? (int)vpTopologyGroup(topo, VP_LEVEL_NUMA, idx)->os
+                                          : idx);
+    }
+    json_builder_set_member_name(b, "usable");
+    json_builder_add_boolean_value(b, p->usable);
+    json_builder_set_member_name(b, "domain");
+    if (owner.domain)
+        json_builder_add_string_value(b, owner.domain);
+    else
+        json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "kind");
+    json_builder_add_string_value(b, !owner.domain &&
+                                             hwloc_bitmap_isset(vpTopologyHousekeeping(topo), p->os)
+                                         ? "housekeeping"
+                                         : vpOwnKindName(owner.kind));
+    if (owner.kind == VP_OWN_VCPU) {
+        json_builder_set_member_name(b, "vcpu");
+        json_builder_add_int_value(b, owner.vcpu);
+    }
+    json_builder_end_object(b);
+}
+
+static JsonNode *
+toJson(const vpTopology *topo, const vpLedger *ledger)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *offline = vpCpuListFormat(vpTopologyOffline(topo));
+    g_autofree char *hk = vpCpuListFormat(vpTopologyHousekeeping(topo));
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "source");
+    json_builder_add_string_value(b, vpTopologyGetSource(topo));
+    json_builder_set_member_name(b, "smt");
+    json_builder_add_int_value(b, vpTopologyMaxSMT(topo));
+    json_builder_set_member_name(b, "offline");
+    json_builder_add_string_value(b, offline);
+    json_builder_set_member_name(b, "housekeeping");
+    json_builder_add_string_value(b, hk);
+    json_builder_set_member_name(b, "nodes");
+    nodesJson(b, topo);
     json_builder_set_member_name(b, "cpus");
     json_builder_begin_array(b);
-    for (int pu = 0; pu < vpTopologyNPUs(topo); pu++) {
-        const vpPU *p = vpTopologyPU(topo, pu);
-        const vpCore *core = vpTopologyCore(topo, p->core);
-        vpOwner owner = vpLedgerOwner(ledger, pu);
-        static const vpLevel levels[] = {VP_LEVEL_CLUSTER, VP_LEVEL_L3, VP_LEVEL_NUMA,
-                                         VP_LEVEL_PACKAGE};
-
-        json_builder_begin_object(b);
-        json_builder_set_member_name(b, "cpu");
-        json_builder_add_int_value(b, p->os);
-        json_builder_set_member_name(b, "core");
-        json_builder_add_int_value(b, p->core);
-        for (gsize l = 0; l < G_N_ELEMENTS(levels); l++) {
-            int idx = core->group[levels[l]];
-
-            json_builder_set_member_name(b, vpLevelName(levels[l]));
-            json_builder_add_int_value(b, levels[l] == VP_LEVEL_NUMA
-                                              ? (int)vpTopologyGroup(topo, VP_LEVEL_NUMA, idx)->os
-                                              : idx);
-        }
-        json_builder_set_member_name(b, "usable");
-        json_builder_add_boolean_value(b, p->usable);
-        json_builder_set_member_name(b, "domain");
-        if (owner.domain)
-            json_builder_add_string_value(b, owner.domain);
-        else
-            json_builder_add_null_value(b);
-        json_builder_set_member_name(b, "kind");
-        json_builder_add_string_value(
-            b, !owner.domain && hwloc_bitmap_isset(vpTopologyHousekeeping(topo), p->os)
-                   ? "housekeeping"
-                   : vpOwnKindName(owner.kind));
-        if (owner.kind == VP_OWN_VCPU) {
-            json_builder_set_member_name(b, "vcpu");
-            json_builder_add_int_value(b, owner.vcpu);
-        }
-        json_builder_end_object(b);
-    }
+    for (int pu = 0; pu < vpTopologyNPUs(topo); pu++)
+        cpuJson(b, topo, ledger, pu);
     json_builder_end_array(b);
     json_builder_end_object(b);
     return json_builder_get_root(b);
-}
-
-static hwloc_bitmap_t
-replySet(JsonObject *o, const char *member, GError **error)
-{
-    JsonNode *n = json_object_get_member(o, member);
-
-    if (!n || JSON_NODE_HOLDS_NULL(n))
-        return NULL;
-    if (json_node_get_value_type(n) != G_TYPE_STRING) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "daemon reply: %s is not a CPU list",
-                    member);
-        return NULL;
-    }
-    return vpCpuListParse(member, json_node_get_string(n), error);
-}
-
-/* The daemon's view: its topology source and CPU sets, loaded here the same way, and its
- * ledger read through the same strict reader as a file. */
-gboolean
-vpCliLoadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, vpLedger **ledger,
-              GError **error)
-{
-    g_auto(vpLiveOptions) live = {.config = g_strdup(opts->config), .socket = g_strdup(socket)};
-    g_autoptr(JsonObject) req = json_object_new();
-    g_autoptr(JsonNode) reply = NULL;
-    g_autoptr(vpBitmap) host = NULL;
-    g_autoptr(vpBitmap) hk = NULL;
-    JsonObject *o;
-    JsonNode *lnode;
-
-    if (!vpLiveResolve(&live, error))
-        return FALSE;
-    json_object_set_string_member(req, "op", "topology");
-    if (!(reply = vpClientCall(live.socket, req, error)))
-        return FALSE;
-    o = json_node_get_object(reply);
-    if (!json_object_has_member(o, "source") || !(lnode = json_object_get_member(o, "ledger"))) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "daemon reply lacks source or ledger");
-        return FALSE;
-    }
-    host = replySet(o, "host_cpus", error);
-    if (error && *error)
-        return FALSE;
-    hk = replySet(o, "housekeeping_cpus", error);
-    if (error && *error)
-        return FALSE;
-    if (!(*topo = vpHwtopoLoad(json_object_get_string_member(o, "source"), host, hk, error)))
-        return FALSE;
-    if (!(*ledger = vpLedgerFromJson(*topo, lnode, error))) {
-        g_prefix_error(error, "daemon ledger: ");
-        return FALSE;
-    }
-    return TRUE;
 }
 
 int
 vpCmdTopology(int argc, char **argv)
 {
     g_auto(vpCliOptions) opts = {0};
-    g_autofree char *ledger_path = NULL;
-    g_autofree char *socket = NULL;
+    g_auto(vpCliHeldOptions) held = {0};
     g_autofree char *output = NULL;
-    gboolean live = FALSE;
     g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
     GOptionEntry entries[] = {
-        {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &ledger_path, "show owners from this ledger",
-         "FILE"},
-        {"live", 0, 0, G_OPTION_ARG_NONE, &live,
-         "show the running daemon's topology and owners (socket from --config or --socket)", NULL},
-        {"socket", 's', 0, G_OPTION_ARG_FILENAME, &socket, "the daemon's socket (with --live)",
-         "PATH"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
          "draw the host with lstopo into FILE.png, .svg or .pdf", "FILE"},
         G_OPTION_ENTRY_NULL,
@@ -276,38 +224,21 @@ vpCmdTopology(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     g_autoptr(vpTopology) topo = NULL;
     g_autoptr(vpLedger) ledger = NULL;
+    int rc;
 
     g_option_context_set_summary(octx, "Draw the host: packages > NUMA > L3 > cores > PUs.");
+    vpCliAddHeldOptions(octx, &held);
     g_option_context_add_main_entries(octx, entries, NULL);
-    vpCliAddOptions(octx, &opts);
-    if (!g_option_context_parse(octx, &argc, &argv, &error)) {
-        vpCliError("topology", error);
+    if (!vpCliParseOptions(octx, &opts, "topology", &argc, &argv))
         return VP_EXIT_ERROR;
-    }
     if (argc != 1) {
         fprintf(stderr, "vcpuplace topology: unexpected argument '%s'\n", argv[1]);
         return VP_EXIT_ERROR;
     }
-    if (live && (ledger_path || opts.topology || opts.host_cpus || opts.housekeeping)) {
-        fprintf(stderr,
-                "vcpuplace topology: --live takes the topology, CPU sets and owners "
-                "from the daemon; drop --ledger, --topology, --host-cpus, --housekeeping\n");
+    if (!vpCliHeldCheck("topology", &opts, &held))
         return VP_EXIT_ERROR;
-    }
-    if (live) {
-        if (!vpCliLoadLive(&opts, socket, &topo, &ledger, &error))
-            return vpLiveFail("topology", error);
-    } else {
-        if (!(topo = vpCliLoadTopology(&opts, &error))) {
-            vpCliError("topology", error);
-            return VP_EXIT_ERROR;
-        }
-        ledger = vpCliLoadLedger(topo, ledger_path, &error);
-        if (!ledger) {
-            vpCliError("topology", error);
-            return VP_EXIT_ERROR;
-        }
-    }
+    if ((rc = vpCliLoadHeld("topology", &opts, &held, &topo, &ledger)) != VP_EXIT_OK)
+        return rc;
     if (output) {
         if (!vpPictureRender(topo, ledger, output, &error)) {
             vpCliError("topology", error);

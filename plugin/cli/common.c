@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void
-vpCliAddOptions(GOptionContext *ctx, vpCliOptions *opts)
+static void
+addOptions(GOptionContext *ctx, vpCliOptions *opts)
 {
     GOptionEntry entries[] = {
         {"topology", 't', 0, G_OPTION_ARG_STRING, &opts->topology,
@@ -34,6 +34,28 @@ vpCliAddOptions(GOptionContext *ctx, vpCliOptions *opts)
     /* main entries, so that each command's --help lists them (a group shows only under
      * --help-all) */
     g_option_context_add_main_entries(ctx, entries, NULL);
+}
+
+gboolean
+vpCliParseOptions(GOptionContext *ctx, vpCliOptions *opts, const char *cmd, int *argc, char ***argv)
+{
+    g_autoptr(GError) error = NULL;
+
+    addOptions(ctx, opts);
+    if (!g_option_context_parse(ctx, argc, argv, &error)) {
+        vpCliError(cmd, error);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+vpCliCheckMaxMoves(const char *cmd, gint max_moves)
+{
+    if (max_moves >= 0 && max_moves <= 64)
+        return TRUE;
+    fprintf(stderr, "vcpuplace %s: --max-moves=%d is not within 0..64\n", cmd, max_moves);
+    return FALSE;
 }
 
 vpTopology *

@@ -19,9 +19,13 @@ typedef struct {
     gboolean json;
 } vpCliOptions;
 
-/* Adds the options for the fields above to ctx's own (bound to opts). -c is --connect in
- * every command that talks to libvirt, as in virsh, so --config has no short form. */
-void vpCliAddOptions(GOptionContext *ctx, vpCliOptions *opts);
+/* Adds the options for the fields above to ctx's own (bound to opts), after the command's,
+ * and parses argv; an error is printed as "vcpuplace CMD: message". -c is --connect in every
+ * command that talks to libvirt, as in virsh, so --config has no short form. */
+gboolean vpCliParseOptions(GOptionContext *ctx, vpCliOptions *opts, const char *cmd, int *argc,
+                           char ***argv);
+/* --max-moves is within 0..64; else says so for CMD. */
+gboolean vpCliCheckMaxMoves(const char *cmd, gint max_moves);
 vpTopology *vpCliLoadTopology(const vpCliOptions *opts, GError **error);
 gboolean vpCliLoadDefaults(const vpCliOptions *opts, vpPolicy *defaults, GError **error);
 /* A key's value in the --config file, else the table's default (caller frees; NULL with

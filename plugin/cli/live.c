@@ -1,10 +1,13 @@
 /*
- * Shared plumbing of the live commands (status, policy, pin-config).
+ * Shared plumbing of the live commands (status, policy, pin-config, and topology and
+ * capacity with --live).
  */
 #include "cli/live.h"
 #include "cli/commands.h"
 #include "conf/conf.h"
 #include "core/error.h"
+#include "core/request.h"
+#include "host/hwtopo.h"
 #include "proto/proto.h"
 #include "libvirt/connection.h"
 
@@ -72,6 +75,111 @@ vpLiveDomain(virConnectPtr conn, const char *name, GError **error)
     if (!dom)
         vpVirSetError(error, "domain '%s'", name);
     return dom;
+}
+
+static hwloc_bitmap_t
+replySet(JsonObject *o, const char *member, GError **error)
+{
+    JsonNode *n = json_object_get_member(o, member);
+
+    if (!n || JSON_NODE_HOLDS_NULL(n))
+        return NULL;
+    if (json_node_get_value_type(n) != G_TYPE_STRING) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "daemon reply: %s is not a CPU list",
+                    member);
+        return NULL;
+    }
+    return vpCpuListParse(member, json_node_get_string(n), error);
+}
+
+/* The daemon's view: its topology source and CPU sets, loaded here the same way, and its
+ * ledger read through the same strict reader as a file. */
+gboolean
+vpCliLoadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, vpLedger **ledger,
+              GError **error)
+{
+    g_auto(vpLiveOptions) live = {.config = g_strdup(opts->config), .socket = g_strdup(socket)};
+    g_autoptr(JsonObject) req = json_object_new();
+    g_autoptr(JsonNode) reply = NULL;
+    g_autoptr(vpBitmap) host = NULL;
+    g_autoptr(vpBitmap) hk = NULL;
+    JsonObject *o;
+    JsonNode *lnode;
+
+    if (!vpLiveResolve(&live, error))
+        return FALSE;
+    json_object_set_string_member(req, "op", "topology");
+    if (!(reply = vpClientCall(live.socket, req, error)))
+        return FALSE;
+    o = json_node_get_object(reply);
+    if (!json_object_has_member(o, "source") || !(lnode = json_object_get_member(o, "ledger"))) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "daemon reply lacks source or ledger");
+        return FALSE;
+    }
+    host = replySet(o, "host_cpus", error);
+    if (error && *error)
+        return FALSE;
+    hk = replySet(o, "housekeeping_cpus", error);
+    if (error && *error)
+        return FALSE;
+    if (!(*topo = vpHwtopoLoad(json_object_get_string_member(o, "source"), host, hk, error)))
+        return FALSE;
+    if (!(*ledger = vpLedgerFromJson(*topo, lnode, error))) {
+        g_prefix_error(error, "daemon ledger: ");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+vpCliAddHeldOptions(GOptionContext *ctx, vpCliHeldOptions *o)
+{
+    GOptionEntry entries[] = {
+        {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &o->ledger,
+         "ledger (JSON) of the CPUs already held", "FILE"},
+        {"live", 0, 0, G_OPTION_ARG_NONE, &o->live,
+         "the running daemon's topology and ledger (socket from --config or --socket)", NULL},
+        {"socket", 's', 0, G_OPTION_ARG_FILENAME, &o->socket, "the daemon's socket (with --live)",
+         "PATH"},
+        G_OPTION_ENTRY_NULL,
+    };
+    g_option_context_add_main_entries(ctx, entries, NULL);
+}
+
+void
+vpCliHeldOptionsClear(vpCliHeldOptions *o)
+{
+    g_clear_pointer(&o->ledger, g_free);
+    g_clear_pointer(&o->socket, g_free);
+}
+
+gboolean
+vpCliHeldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o)
+{
+    if (!o->live || !(o->ledger || opts->topology || opts->host_cpus || opts->housekeeping))
+        return TRUE;
+    fprintf(stderr,
+            "vcpuplace %s: --live takes the topology, CPU sets and ledger from the daemon; "
+            "drop --ledger, --topology, --host-cpus, --housekeeping\n",
+            cmd);
+    return FALSE;
+}
+
+int
+vpCliLoadHeld(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o,
+              vpTopology **topo, vpLedger **ledger)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (o->live)
+        return vpCliLoadLive(opts, o->socket, topo, ledger, &error) ? VP_EXIT_OK
+                                                                    : vpLiveFail(cmd, error);
+    if (!(*topo = vpCliLoadTopology(opts, &error)) ||
+        !(*ledger = vpCliLoadLedger(*topo, o->ledger, &error))) {
+        vpCliError(cmd, error);
+        return VP_EXIT_ERROR;
+    }
+    return VP_EXIT_OK;
 }
 
 int

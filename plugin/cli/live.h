@@ -32,9 +32,28 @@ virConnectPtr vpLiveConnect(const vpLiveOptions *o, GError **error);
 virDomainPtr vpLiveDomain(virConnectPtr conn, const char *name, GError **error);
 
 /* The daemon's topology (its source and CPU sets, loaded here) and its ledger, from its
- * "topology" reply; socket NULL: from opts->config. Defined in cmd_topology.c. */
+ * "topology" reply; socket NULL: from opts->config. */
 gboolean vpCliLoadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo,
                        vpLedger **ledger, GError **error);
+
+/* Where the commands that show the host (topology, capacity) take who holds what from. */
+typedef struct {
+    char *ledger;  /* --ledger FILE */
+    gboolean live; /* --live: the daemon's topology and ledger */
+    char *socket;  /* --socket, with --live */
+} vpCliHeldOptions;
+
+/* Adds --ledger, --live and --socket to ctx, filling o. */
+void vpCliAddHeldOptions(GOptionContext *ctx, vpCliHeldOptions *o);
+void vpCliHeldOptionsClear(vpCliHeldOptions *o);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpCliHeldOptions, vpCliHeldOptionsClear)
+/* --live takes the topology, CPU sets and ledger from the daemon: FALSE, said for CMD, when
+ * options give any of them as well. */
+gboolean vpCliHeldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o);
+/* The daemon's topology and ledger with --live, else opts' topology and --ledger (none: an
+ * empty one). Prints an error for CMD and returns its exit code; VP_EXIT_OK when loaded. */
+int vpCliLoadHeld(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o,
+                  vpTopology **topo, vpLedger **ledger);
 
 /* Prints error to stderr as "vcpuplace CMD: message" and returns the exit code for it. */
 int vpLiveFail(const char *cmd, const GError *error);

@@ -170,6 +170,26 @@ vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev, G
     return FALSE;
 }
 
+gboolean
+vpTraceEachLine(const char *path, vpTraceLineFunc fn, gpointer data, GError **error)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+
+    if (!g_file_get_contents(path, &text, NULL, error))
+        return FALSE;
+    lines = g_strsplit(text, "\n", -1);
+    for (unsigned i = 0; lines[i]; i++) {
+        if (!*g_strstrip(lines[i]))
+            continue;
+        if (!fn(lines[i], i + 1, data, error)) {
+            g_prefix_error(error, "%s:%u: ", path, i + 1);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 void
 vpTraceEventClear(vpTraceEvent *ev)
 {

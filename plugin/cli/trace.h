@@ -19,6 +19,12 @@ typedef struct {
     vpRequest *req; /* VP_TRACE_START only */
 } vpTraceEvent;
 
+/* Calls fn on each line of the JSON-lines file path that is not blank (stripped, numbered
+ * from 1), until one fails; its error is then prefixed with "path:N: ". */
+typedef gboolean (*vpTraceLineFunc)(const char *line, unsigned lineno, gpointer data,
+                                    GError **error);
+gboolean vpTraceEachLine(const char *path, vpTraceLineFunc fn, gpointer data, GError **error);
+
 /* Parses one line; defaults fill policy attributes the line leaves out. */
 gboolean vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev,
                           GError **error);

@@ -280,46 +280,43 @@ vpPlanAddIndex(JsonBuilder *b, const char *member, int value)
         json_builder_add_int_value(b, value);
 }
 
-JsonNode *
-vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
+/* A string, null where there is none. */
+static void
+vpPlanAddString(JsonBuilder *b, const char *member, const char *value)
 {
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autofree char *emulator = vpPlanFormatSet(plan->emulator);
-    g_autofree char *reserved = vpPlanFormatSet(plan->reserved);
-    g_autoptr(vpGuestCells) cells = NULL;
-    unsigned i;
-
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "domain");
-    json_builder_add_string_value(b, plan->domain);
-    json_builder_set_member_name(b, "group");
-    if (plan->group)
-        json_builder_add_string_value(b, plan->group);
+    json_builder_set_member_name(b, member);
+    if (value)
+        json_builder_add_string_value(b, value);
     else
         json_builder_add_null_value(b);
+}
 
+static void
+vpPlanPolicyJson(JsonBuilder *b, const vpPolicy *policy)
+{
     json_builder_set_member_name(b, "policy");
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "smt");
-    json_builder_add_string_value(b, vpSmtName(plan->policy.smt));
+    json_builder_add_string_value(b, vpSmtName(policy->smt));
     json_builder_set_member_name(b, "coresched");
-    json_builder_add_string_value(b, vpCoreschedName(plan->policy.coresched));
+    json_builder_add_string_value(b, vpCoreschedName(policy->coresched));
     json_builder_set_member_name(b, "locality");
-    json_builder_add_string_value(b, vpLocalityName(plan->policy.locality));
+    json_builder_add_string_value(b, vpLocalityName(policy->locality));
     json_builder_set_member_name(b, "emulator");
-    json_builder_add_string_value(b, vpEmulatorName(plan->policy.emulator));
+    json_builder_add_string_value(b, vpEmulatorName(policy->emulator));
     json_builder_set_member_name(b, "rebalance");
-    json_builder_add_string_value(b, vpRebalanceName(plan->policy.rebalance));
+    json_builder_add_string_value(b, vpRebalanceName(policy->rebalance));
     json_builder_set_member_name(b, "unmet");
-    json_builder_add_string_value(b, vpUnmetName(plan->policy.unmet));
+    json_builder_add_string_value(b, vpUnmetName(policy->unmet));
     json_builder_end_object(b);
+}
 
-    json_builder_set_member_name(b, "how");
-    json_builder_add_string_value(b, vpHowName(plan->how));
-
+static void
+vpPlanVcpusJson(JsonBuilder *b, const vpPlan *plan, const vpTopology *topo)
+{
     json_builder_set_member_name(b, "vcpus");
     json_builder_begin_array(b);
-    for (i = 0; i < plan->nvcpus; i++) {
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
         int core, l3, numa, package;
 
         vpPlanLocate(topo, plan->vcpu_pu[i], &core, &l3, &numa, &package);
@@ -334,30 +331,26 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
+}
 
-    json_builder_set_member_name(b, "emulator");
-    json_builder_add_string_value(b, emulator);
-    json_builder_set_member_name(b, "reserved");
-    json_builder_add_string_value(b, reserved);
-    json_builder_set_member_name(b, "level");
-    json_builder_add_string_value(b, vpLevelName(plan->level));
-    vpPlanAddIndex(b, "level_index", plan->level_index);
+static void
+vpPlanGuestTopologyJson(JsonBuilder *b, const vpPlan *plan)
+{
+    json_builder_set_member_name(b, "guest_topology");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "sockets");
+    json_builder_add_int_value(b, plan->guest_sockets);
+    json_builder_set_member_name(b, "cores");
+    json_builder_add_int_value(b, plan->guest_cores);
+    json_builder_set_member_name(b, "threads");
+    json_builder_add_int_value(b, plan->guest_threads);
+    json_builder_end_object(b);
+}
 
-    if (plan->guest_threads) {
-        json_builder_set_member_name(b, "guest_topology");
-        json_builder_begin_object(b);
-        json_builder_set_member_name(b, "sockets");
-        json_builder_add_int_value(b, plan->guest_sockets);
-        json_builder_set_member_name(b, "cores");
-        json_builder_add_int_value(b, plan->guest_cores);
-        json_builder_set_member_name(b, "threads");
-        json_builder_add_int_value(b, plan->guest_threads);
-        json_builder_end_object(b);
-    }
-
-    json_builder_set_member_name(b, "topology_mismatch");
-    json_builder_add_boolean_value(b, plan->topology_mismatch);
-    /* written only when set, so plans without them keep their golden form */
+/* "own" and "cpuset", written only when set, so plans without them keep their golden form. */
+static void
+vpPlanOwnJson(JsonBuilder *b, const vpPlan *plan)
+{
     if (!hwloc_bitmap_iszero(plan->own)) {
         g_autofree char *own = vpPlanFormatSet(plan->own);
 
@@ -370,16 +363,22 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
         json_builder_set_member_name(b, "cpuset");
         json_builder_add_string_value(b, cpuset);
     }
+}
+
+/* "memory" per node (page_size only where a guest cell's <page> differs from the domain's),
+ * then the domain's "page_size"; each only when there is one. */
+static void
+vpPlanMemoryJson(JsonBuilder *b, const vpPlan *plan)
+{
     if (plan->nmem) {
         json_builder_set_member_name(b, "memory");
         json_builder_begin_array(b);
-        for (i = 0; i < plan->nmem; i++) {
+        for (unsigned i = 0; i < plan->nmem; i++) {
             json_builder_begin_object(b);
             json_builder_set_member_name(b, "numa");
             json_builder_add_int_value(b, plan->mem[i].node);
             json_builder_set_member_name(b, "bytes");
             json_builder_add_int_value(b, (gint64)plan->mem[i].bytes);
-            /* only where a guest cell's <page> differs from the domain's page_size */
             if (plan->mem[i].page_size != plan->page_size) {
                 json_builder_set_member_name(b, "page_size");
                 json_builder_add_int_value(b, (gint64)plan->mem[i].page_size);
@@ -392,67 +391,178 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
         json_builder_set_member_name(b, "page_size");
         json_builder_add_int_value(b, (gint64)plan->page_size);
     }
+}
+
+static void
+vpPlanGuestCellsJson(JsonBuilder *b, const vpGuestCells *cells)
+{
+    json_builder_set_member_name(b, "guest_cells");
+    json_builder_begin_array(b);
+    for (unsigned i = 0; i < cells->ncells; i++) {
+        g_autofree char *list = vpCpuListFormat(cells->cells[i].vcpus);
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "cell");
+        json_builder_add_int_value(b, cells->cells[i].id);
+        json_builder_set_member_name(b, "vcpus");
+        json_builder_add_string_value(b, list);
+        json_builder_set_member_name(b, "numa");
+        json_builder_add_int_value(b, cells->cells[i].node);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
+/* Written only when there are moves, so plans without them keep their golden form. */
+static void
+vpPlanMovesJson(JsonBuilder *b, const vpPlan *plan)
+{
+    if (!plan->nmoves)
+        return;
+    json_builder_set_member_name(b, "moves");
+    json_builder_begin_array(b);
+    for (unsigned i = 0; i < plan->nmoves; i++) {
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "domain");
+        json_builder_add_string_value(b, plan->moves[i].domain);
+        json_builder_set_member_name(b, "vcpu");
+        json_builder_add_int_value(b, plan->moves[i].vcpu);
+        json_builder_set_member_name(b, "from");
+        json_builder_add_int_value(b, plan->moves[i].from);
+        json_builder_set_member_name(b, "to");
+        json_builder_add_int_value(b, plan->moves[i].to);
+        json_builder_set_member_name(b, "reason");
+        json_builder_add_string_value(b, plan->moves[i].reason ? plan->moves[i].reason : "");
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
+JsonNode *
+vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autofree char *emulator = vpPlanFormatSet(plan->emulator);
+    g_autofree char *reserved = vpPlanFormatSet(plan->reserved);
+    g_autoptr(vpGuestCells) cells = NULL;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "domain");
+    json_builder_add_string_value(b, plan->domain);
+    vpPlanAddString(b, "group", plan->group);
+    vpPlanPolicyJson(b, &plan->policy);
+    json_builder_set_member_name(b, "how");
+    json_builder_add_string_value(b, vpHowName(plan->how));
+    vpPlanVcpusJson(b, plan, topo);
+    json_builder_set_member_name(b, "emulator");
+    json_builder_add_string_value(b, emulator);
+    json_builder_set_member_name(b, "reserved");
+    json_builder_add_string_value(b, reserved);
+    json_builder_set_member_name(b, "level");
+    json_builder_add_string_value(b, vpLevelName(plan->level));
+    vpPlanAddIndex(b, "level_index", plan->level_index);
+    if (plan->guest_threads)
+        vpPlanGuestTopologyJson(b, plan);
+    json_builder_set_member_name(b, "topology_mismatch");
+    json_builder_add_boolean_value(b, plan->topology_mismatch);
+    vpPlanOwnJson(b, plan);
+    vpPlanMemoryJson(b, plan);
     if (plan->overcommit) {
         json_builder_set_member_name(b, "overcommit");
         json_builder_add_boolean_value(b, TRUE);
     }
     json_builder_set_member_name(b, "degraded");
     json_builder_add_boolean_value(b, plan->degraded);
-    json_builder_set_member_name(b, "degraded_reason");
-    if (plan->degraded_reason)
-        json_builder_add_string_value(b, plan->degraded_reason);
-    else
-        json_builder_add_null_value(b);
-    if ((cells = vpPlanGuestCells(plan, topo))) {
-        json_builder_set_member_name(b, "guest_cells");
-        json_builder_begin_array(b);
-        for (i = 0; i < cells->ncells; i++) {
-            g_autofree char *list = vpCpuListFormat(cells->cells[i].vcpus);
-
-            json_builder_begin_object(b);
-            json_builder_set_member_name(b, "cell");
-            json_builder_add_int_value(b, cells->cells[i].id);
-            json_builder_set_member_name(b, "vcpus");
-            json_builder_add_string_value(b, list);
-            json_builder_set_member_name(b, "numa");
-            json_builder_add_int_value(b, cells->cells[i].node);
-            json_builder_end_object(b);
-        }
-        json_builder_end_array(b);
-    }
-    /* written only when there are moves, so plans without them keep their golden form */
-    if (plan->nmoves) {
-        json_builder_set_member_name(b, "moves");
-        json_builder_begin_array(b);
-        for (i = 0; i < plan->nmoves; i++) {
-            json_builder_begin_object(b);
-            json_builder_set_member_name(b, "domain");
-            json_builder_add_string_value(b, plan->moves[i].domain);
-            json_builder_set_member_name(b, "vcpu");
-            json_builder_add_int_value(b, plan->moves[i].vcpu);
-            json_builder_set_member_name(b, "from");
-            json_builder_add_int_value(b, plan->moves[i].from);
-            json_builder_set_member_name(b, "to");
-            json_builder_add_int_value(b, plan->moves[i].to);
-            json_builder_set_member_name(b, "reason");
-            json_builder_add_string_value(b, plan->moves[i].reason ? plan->moves[i].reason : "");
-            json_builder_end_object(b);
-        }
-        json_builder_end_array(b);
-    }
+    vpPlanAddString(b, "degraded_reason", plan->degraded_reason);
+    if ((cells = vpPlanGuestCells(plan, topo)))
+        vpPlanGuestCellsJson(b, cells);
+    vpPlanMovesJson(b, plan);
     json_builder_end_object(b);
-
     return json_builder_get_root(b);
+}
+
+static void
+vpPlanFormatVcpus(GString *s, const vpPlan *plan, const vpTopology *topo)
+{
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        int core, l3, numa, package;
+
+        if (plan->vcpu_pu[i] < 0) {
+            g_string_append_printf(s, "  vcpu %-3u -> not pinned\n", i);
+            continue;
+        }
+        vpPlanLocate(topo, plan->vcpu_pu[i], &core, &l3, &numa, &package);
+        g_string_append_printf(s,
+                               "  vcpu %-3u -> cpu %-4d core %-4d l3 %-3d numa %-3d package %d\n",
+                               i, plan->vcpu_pu[i], core, l3, numa, package);
+    }
+}
+
+/* The CPUs it holds besides its vCPUs', and the set it was placed inside. */
+static void
+vpPlanFormatSets(GString *s, const vpPlan *plan)
+{
+    g_autofree char *emulator = vpPlanFormatSet(plan->emulator);
+    g_autofree char *reserved = vpPlanFormatSet(plan->reserved);
+
+    g_string_append_printf(s, "  emulator: %s\n", *emulator ? emulator : "(not pinned)");
+    if (*reserved)
+        g_string_append_printf(s, "  reserved idle: %s\n", reserved);
+    if (!hwloc_bitmap_iszero(plan->own)) {
+        g_autofree char *own = vpPlanFormatSet(plan->own);
+
+        g_string_append_printf(s, "  held for its own pins: %s\n", own);
+    }
+    if (plan->cpuset) {
+        g_autofree char *cpuset = vpPlanFormatSet(plan->cpuset);
+
+        g_string_append_printf(s, "  inside <vcpu cpuset='%s'>\n", cpuset);
+    }
+}
+
+static void
+vpPlanFormatMemory(GString *s, const vpPlan *plan)
+{
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        g_autofree char *bytes = vpMemoryFormat(plan->mem[i].bytes);
+        g_autofree char *page =
+            plan->mem[i].page_size ? vpMemoryFormat(plan->mem[i].page_size) : NULL;
+
+        g_string_append_printf(s, "  memory: %s on numa %u%s%s\n", bytes, plan->mem[i].node,
+                               page ? " in huge pages of " : "", page ? page : "");
+    }
+}
+
+/* The guest's topology, and each guest cell with the XML that puts it on its node. */
+static void
+vpPlanFormatGuest(GString *s, const vpPlan *plan, const vpTopology *topo)
+{
+    g_autoptr(vpGuestCells) cells = NULL;
+
+    if (plan->guest_threads)
+        g_string_append_printf(s, "  guest topology: sockets=%u cores=%u threads=%u%s\n",
+                               plan->guest_sockets, plan->guest_cores, plan->guest_threads,
+                               plan->topology_mismatch ? " (the declared topology differs)" : "");
+    else if (plan->topology_mismatch)
+        g_string_append(s, "  the declared guest topology does not line up with host cores\n");
+    if (!(cells = vpPlanGuestCells(plan, topo)))
+        return;
+    for (unsigned i = 0; i < cells->ncells; i++) {
+        g_autofree char *list = vpCpuListFormat(cells->cells[i].vcpus);
+
+        g_string_append_printf(s,
+                               "  guest cell %u: vcpus %s on host node %u "
+                               "(<cell id='%u' cpus='%s' .../>, <memnode cellid='%u' "
+                               "mode='strict' nodeset='%u'/>)\n",
+                               cells->cells[i].id, list, cells->cells[i].node, cells->cells[i].id,
+                               list, cells->cells[i].id, cells->cells[i].node);
+    }
 }
 
 char *
 vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
 {
     g_autoptr(GString) s = g_string_new(NULL);
-    g_autofree char *emulator = vpPlanFormatSet(plan->emulator);
-    g_autofree char *reserved = vpPlanFormatSet(plan->reserved);
-    g_autoptr(vpGuestCells) cells = NULL;
-    unsigned i;
 
     g_string_append_printf(s, "domain %s", plan->domain);
     if (plan->group)
@@ -469,64 +579,15 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
         g_string_append_printf(s, "  within: %s %d\n", vpLevelName(plan->level), plan->level_index);
     else
         g_string_append_printf(s, "  within: %s\n", vpLevelName(plan->level));
-
-    for (i = 0; i < plan->nvcpus; i++) {
-        int core, l3, numa, package;
-
-        if (plan->vcpu_pu[i] < 0) {
-            g_string_append_printf(s, "  vcpu %-3u -> not pinned\n", i);
-            continue;
-        }
-        vpPlanLocate(topo, plan->vcpu_pu[i], &core, &l3, &numa, &package);
-        g_string_append_printf(s,
-                               "  vcpu %-3u -> cpu %-4d core %-4d l3 %-3d numa %-3d package %d\n",
-                               i, plan->vcpu_pu[i], core, l3, numa, package);
-    }
-    g_string_append_printf(s, "  emulator: %s\n", *emulator ? emulator : "(not pinned)");
-    if (*reserved)
-        g_string_append_printf(s, "  reserved idle: %s\n", reserved);
-    if (!hwloc_bitmap_iszero(plan->own)) {
-        g_autofree char *own = vpPlanFormatSet(plan->own);
-
-        g_string_append_printf(s, "  held for its own pins: %s\n", own);
-    }
-    if (plan->cpuset) {
-        g_autofree char *cpuset = vpPlanFormatSet(plan->cpuset);
-
-        g_string_append_printf(s, "  inside <vcpu cpuset='%s'>\n", cpuset);
-    }
-    for (i = 0; i < plan->nmem; i++) {
-        g_autofree char *bytes = vpMemoryFormat(plan->mem[i].bytes);
-        g_autofree char *page =
-            plan->mem[i].page_size ? vpMemoryFormat(plan->mem[i].page_size) : NULL;
-
-        g_string_append_printf(s, "  memory: %s on numa %u%s%s\n", bytes, plan->mem[i].node,
-                               page ? " in huge pages of " : "", page ? page : "");
-    }
-    if (plan->guest_threads)
-        g_string_append_printf(s, "  guest topology: sockets=%u cores=%u threads=%u%s\n",
-                               plan->guest_sockets, plan->guest_cores, plan->guest_threads,
-                               plan->topology_mismatch ? " (the declared topology differs)" : "");
-    else if (plan->topology_mismatch)
-        g_string_append(s, "  the declared guest topology does not line up with host cores\n");
-    if ((cells = vpPlanGuestCells(plan, topo))) {
-        for (i = 0; i < cells->ncells; i++) {
-            g_autofree char *list = vpCpuListFormat(cells->cells[i].vcpus);
-
-            g_string_append_printf(s,
-                                   "  guest cell %u: vcpus %s on host node %u "
-                                   "(<cell id='%u' cpus='%s' .../>, <memnode cellid='%u' "
-                                   "mode='strict' nodeset='%u'/>)\n",
-                                   cells->cells[i].id, list, cells->cells[i].node,
-                                   cells->cells[i].id, list, cells->cells[i].id,
-                                   cells->cells[i].node);
-        }
-    }
+    vpPlanFormatVcpus(s, plan, topo);
+    vpPlanFormatSets(s, plan);
+    vpPlanFormatMemory(s, plan);
+    vpPlanFormatGuest(s, plan, topo);
     if (plan->degraded)
         g_string_append_printf(s, "  degraded: %s\n", plan->degraded_reason);
     if (plan->nmoves)
         g_string_append(s, "  moves first:\n");
-    for (i = 0; i < plan->nmoves; i++)
+    for (unsigned i = 0; i < plan->nmoves; i++)
         g_string_append_printf(s, "    domain %s vcpu %u: cpu %u -> cpu %u (%s)\n",
                                plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
                                plan->moves[i].to, plan->moves[i].reason);

@@ -469,6 +469,121 @@ vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
     return TRUE;
 }
 
+/* "group": null, or a valid trust group name. */
+static gboolean
+vpPlanReadGroup(JsonObject *obj, const char **group, GError **error)
+{
+    if (!vpPlanGetString(obj, "", "group", TRUE, group, error))
+        return FALSE;
+    if (*group && !vpPolicyValidGroup(*group)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "group='%s' is not 1 to 64 characters of A-Z a-z 0-9 . _ -", *group);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadHow(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    const char *how;
+    int i;
+
+    if (!vpPlanGetString(obj, "", "how", FALSE, &how, error))
+        return FALSE;
+    for (i = 0; i < VP_HOW_LAST && strcmp(vpHowName(i), how) != 0; i++)
+        ;
+    if (i == VP_HOW_LAST) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "how='%s' is not one of placed, pinned, adopted", how);
+        return FALSE;
+    }
+    plan->how = i;
+    return TRUE;
+}
+
+/* "emulator" and "reserved": CPU lists, each possibly empty. */
+static gboolean
+vpPlanReadSets(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    hwloc_bitmap_t set;
+
+    if (!(set = vpPlanGetSet(obj, "emulator", error)))
+        return FALSE;
+    hwloc_bitmap_free(plan->emulator);
+    plan->emulator = set;
+    if (!(set = vpPlanGetSet(obj, "reserved", error)))
+        return FALSE;
+    hwloc_bitmap_free(plan->reserved);
+    plan->reserved = set;
+    return TRUE;
+}
+
+/* "level" by name and "level_index" (null: the whole level). */
+static gboolean
+vpPlanReadLevel(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    const char *level;
+    gint64 v;
+    int i;
+
+    if (!vpPlanGetString(obj, "", "level", FALSE, &level, error))
+        return FALSE;
+    if ((i = vpLevelFromName(level)) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "level='%s' is not one of core, cluster, l3, numa, package, host", level);
+        return FALSE;
+    }
+    plan->level = i;
+    if (!vpPlanGetIndex(obj, "", "level_index", INT_MAX, &v, error))
+        return FALSE;
+    plan->level_index = v;
+    return TRUE;
+}
+
+/* "topology_mismatch", "degraded" and "overcommit" (absent: false; only smt=share may). */
+static gboolean
+vpPlanReadFlags(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    gboolean mismatch, degraded, overcommit;
+
+    if (!vpPlanGetBool(obj, "topology_mismatch", &mismatch, error) ||
+        !vpPlanGetBool(obj, "degraded", &degraded, error))
+        return FALSE;
+    plan->topology_mismatch = mismatch;
+    plan->degraded = degraded;
+    if (!json_object_has_member(obj, "overcommit"))
+        return TRUE;
+    if (!vpPlanGetBool(obj, "overcommit", &overcommit, error))
+        return FALSE;
+    if (overcommit && plan->policy.smt != VP_SMT_SHARE) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "overcommit is true but smt='%s' (only share may time-share PUs)",
+                    vpSmtName(plan->policy.smt));
+        return FALSE;
+    }
+    plan->overcommit = overcommit;
+    return TRUE;
+}
+
+/* "degraded_reason": set exactly when degraded is true. */
+static gboolean
+vpPlanReadReason(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    const char *reason;
+
+    if (!vpPlanGetString(obj, "", "degraded_reason", TRUE, &reason, error))
+        return FALSE;
+    if (plan->degraded != (reason != NULL)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    plan->degraded ? "degraded is true but degraded_reason is null"
+                                   : "degraded is false but degraded_reason is set");
+        return FALSE;
+    }
+    plan->degraded_reason = g_strdup(reason);
+    return TRUE;
+}
+
 /* Reads everything but the domain name, into *plan which it allocates. */
 static gboolean
 vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
@@ -481,11 +596,8 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
         "page_size",  "degraded",    "degraded_reason", "guest_cells",
         "moves",      NULL};
     vpPolicy policy = {0};
-    const char *group, *how, *level, *reason;
-    gboolean mismatch, degraded;
-    hwloc_bitmap_t set;
+    const char *group;
     gint64 v;
-    int i;
 
     if (!vpJsonCheckKeys(obj, "plan", keys, error))
         return FALSE;
@@ -493,13 +605,8 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
     if (json_object_has_member(obj, "format") &&
         !vpPlanGetInt(obj, "", "format", VP_JSON_FORMAT, VP_JSON_FORMAT, &v, error))
         return FALSE;
-    if (!vpPlanGetString(obj, "", "group", TRUE, &group, error))
+    if (!vpPlanReadGroup(obj, &group, error))
         return FALSE;
-    if (group && !vpPolicyValidGroup(group)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "group='%s' is not 1 to 64 characters of A-Z a-z 0-9 . _ -", group);
-        return FALSE;
-    }
 
     vpPolicyInitDefaults(&policy);
     if (!vpPlanReadPolicy(obj, &policy, error))
@@ -510,70 +617,11 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
     (*plan)->policy.group = g_strdup(group);
     (*plan)->group = g_strdup(group);
 
-    if (!vpPlanGetString(obj, "", "how", FALSE, &how, error))
-        return FALSE;
-    for (i = 0; i < VP_HOW_LAST && strcmp(vpHowName(i), how) != 0; i++)
-        ;
-    if (i == VP_HOW_LAST) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "how='%s' is not one of placed, pinned, adopted", how);
-        return FALSE;
-    }
-    (*plan)->how = i;
-
-    if (!(set = vpPlanGetSet(obj, "emulator", error)))
-        return FALSE;
-    hwloc_bitmap_free((*plan)->emulator);
-    (*plan)->emulator = set;
-    if (!(set = vpPlanGetSet(obj, "reserved", error)))
-        return FALSE;
-    hwloc_bitmap_free((*plan)->reserved);
-    (*plan)->reserved = set;
-
-    if (!vpPlanGetString(obj, "", "level", FALSE, &level, error))
-        return FALSE;
-    if ((i = vpLevelFromName(level)) < 0) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "level='%s' is not one of core, cluster, l3, numa, package, host", level);
-        return FALSE;
-    }
-    (*plan)->level = i;
-    if (!vpPlanGetIndex(obj, "", "level_index", INT_MAX, &v, error))
-        return FALSE;
-    (*plan)->level_index = v;
-
-    if (!vpPlanReadGuestTopology(obj, *plan, error))
-        return FALSE;
-    if (!vpPlanGetBool(obj, "topology_mismatch", &mismatch, error) ||
-        !vpPlanGetBool(obj, "degraded", &degraded, error))
-        return FALSE;
-    (*plan)->topology_mismatch = mismatch;
-    (*plan)->degraded = degraded;
-    if (json_object_has_member(obj, "overcommit")) {
-        gboolean overcommit;
-
-        if (!vpPlanGetBool(obj, "overcommit", &overcommit, error))
-            return FALSE;
-        if (overcommit && (*plan)->policy.smt != VP_SMT_SHARE) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                        "overcommit is true but smt='%s' (only share may time-share PUs)",
-                        vpSmtName((*plan)->policy.smt));
-            return FALSE;
-        }
-        (*plan)->overcommit = overcommit;
-    }
-    if (!vpPlanReadOwnAndMemory(obj, *plan, error))
-        return FALSE;
-    if (!vpPlanGetString(obj, "", "degraded_reason", TRUE, &reason, error))
-        return FALSE;
-    if (degraded != (reason != NULL)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    degraded ? "degraded is true but degraded_reason is null"
-                             : "degraded is false but degraded_reason is set");
-        return FALSE;
-    }
-    (*plan)->degraded_reason = g_strdup(reason);
-    return vpPlanCheckGuestCells(obj, *plan, error) && vpPlanReadMoves(obj, *plan, error);
+    return vpPlanReadHow(obj, *plan, error) && vpPlanReadSets(obj, *plan, error) &&
+           vpPlanReadLevel(obj, *plan, error) && vpPlanReadGuestTopology(obj, *plan, error) &&
+           vpPlanReadFlags(obj, *plan, error) && vpPlanReadOwnAndMemory(obj, *plan, error) &&
+           vpPlanReadReason(obj, *plan, error) && vpPlanCheckGuestCells(obj, *plan, error) &&
+           vpPlanReadMoves(obj, *plan, error);
 }
 
 vpPlan *

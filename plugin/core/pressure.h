@@ -46,7 +46,8 @@ typedef struct {
     guint64 busy_ns; /* neither idle nor iowait */
 } vpCpuSample;
 
-/* One interval's input. The arrays own the domain strings of their samples. */
+/* One interval's input (pressureinput.c). The arrays own the domain strings of their
+ * samples. */
 typedef struct {
     GArray *vcpus; /* vpPressureSample */
     GArray *cpus;  /* vpCpuSample */

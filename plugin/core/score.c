@@ -284,23 +284,14 @@ packAligned(const vpScore *s, const int *pus, unsigned n, unsigned t)
     return true;
 }
 
-gboolean
-vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned guest_threads,
-              unsigned n, const int *vcpu_cpu, hwloc_const_bitmap_t reserved, double us,
-              GError **error)
+/* The PUs a placement holds: its vCPUs' (into pus, -1 where the topology lacks the CPU),
+ * then the reserved ones. */
+static GArray *
+heldPUs(const vpScore *s, unsigned n, const int *vcpu_cpu, hwloc_const_bitmap_t reserved, int *pus)
 {
-    const char *group = policy->group;
-    vpSmt smt = policy->smt;
-    g_autofree int *pus = g_new(int, MAX(n, 1));
-    g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(int));
-    vpScoreVM *vm;
-    bool stranger = false;
+    GArray *held = g_array_new(FALSE, FALSE, sizeof(int));
     int cpu;
 
-    if (g_hash_table_contains(s->vms, name)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is placed twice", name);
-        return FALSE;
-    }
     for (unsigned i = 0; i < n; i++) {
         pus[i] = vpTopologyPUByOS(s->topo, vcpu_cpu[i]);
         g_array_append_val(held, pus[i]);
@@ -314,6 +305,15 @@ vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned gue
         }
         hwloc_bitmap_foreach_end();
     }
+    return held;
+}
+
+/* Each held PU exists, is held once, and is free or time-shared: the first n (the vCPUs')
+ * may join another smt=share VM's vCPU when this VM is smt=share too. */
+static gboolean
+checkHeld(const vpScore *s, const char *name, vpSmt smt, unsigned n, const GArray *held,
+          GError **error)
+{
     for (guint i = 0; i < held->len; i++) {
         int pu = g_array_index(held, int, i);
         /* time-sharing among smt=share VMs' vCPUs is overcommit, not a double booking */
@@ -333,14 +333,29 @@ vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned gue
             }
         }
     }
-    vm = g_new0(vpScoreVM, 1);
+    return TRUE;
+}
+
+static vpScoreVM *
+vmNew(const char *name, const vpPolicy *policy, unsigned n, const int *pus)
+{
+    vpScoreVM *vm = g_new0(vpScoreVM, 1);
+
     vm->name = g_strdup(name);
-    vm->group = g_strdup(group && *group ? group : NULL);
-    vm->smt = smt;
+    vm->group = g_strdup(policy->group && *policy->group ? policy->group : NULL);
+    vm->smt = policy->smt;
     vm->coresched = policy->coresched;
     vm->n = n;
     vm->pus = g_memdup2(pus, sizeof(int) * MAX(n, 1));
-    g_hash_table_insert(s->vms, vm->name, vm);
+    return vm;
+}
+
+/* Whether a PU held shares a core with a VM that vm does not trust. */
+static bool
+nextToStranger(const vpScore *s, const vpScoreVM *vm, const GArray *held)
+{
+    bool stranger = false;
+
     for (guint i = 0; i < held->len; i++) {
         const vpCore *core =
             vpTopologyCore(s->topo, vpTopologyPU(s->topo, g_array_index(held, int, i))->core);
@@ -351,6 +366,12 @@ vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned gue
             stranger |= o && breach(o, vm);
         }
     }
+    return stranger;
+}
+
+static void
+hold(vpScore *s, vpScoreVM *vm, const GArray *held)
+{
     for (guint i = 0; i < held->len; i++) {
         int pu = g_array_index(held, int, i);
 
@@ -363,7 +384,13 @@ vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned gue
         g_ptr_array_add(s->more[pu], vm);
         s->overcommitted++;
     }
+}
 
+/* The figures one admitted start adds. */
+static void
+countPlaced(vpScore *s, vpSmt smt, unsigned guest_threads, const int *pus, unsigned n,
+            bool stranger, double us)
+{
     s->starts++;
     s->placed++;
     s->vcpus_asked += n;
@@ -383,6 +410,30 @@ vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned gue
         s->pack_aligned += packAligned(s, pus, n, guest_threads);
     }
     g_array_append_val(s->decision_us, us);
+}
+
+gboolean
+vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned guest_threads,
+              unsigned n, const int *vcpu_cpu, hwloc_const_bitmap_t reserved, double us,
+              GError **error)
+{
+    g_autofree int *pus = g_new(int, MAX(n, 1));
+    g_autoptr(GArray) held = NULL;
+    vpScoreVM *vm;
+    bool stranger;
+
+    if (g_hash_table_contains(s->vms, name)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is placed twice", name);
+        return FALSE;
+    }
+    held = heldPUs(s, n, vcpu_cpu, reserved, pus);
+    if (!checkHeld(s, name, policy->smt, n, held, error))
+        return FALSE;
+    vm = vmNew(name, policy, n, pus);
+    g_hash_table_insert(s->vms, vm->name, vm);
+    stranger = nextToStranger(s, vm, held);
+    hold(s, vm, held);
+    countPlaced(s, policy->smt, guest_threads, pus, n, stranger, us);
     tick(s);
     return TRUE;
 }
