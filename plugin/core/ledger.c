@@ -8,14 +8,16 @@
  */
 #include "ledger.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 struct _vpLedger {
     const vpTopology *topo;
     int npus;
-    vpOwner *owners;   /* per logical PU; domain points into the plan in plans */
-    GArray **sharers;  /* per logical PU, NULL or extra vpOwner entries (time-sharing) */
-    GHashTable *plans; /* domain name (owned by the plan) -> vpPlan copy */
+    vpOwner *owners;    /* per logical PU; domain points into the plan in plans */
+    GArray **sharers;   /* per logical PU, NULL or extra vpOwner entries (time-sharing) */
+    GHashTable *plans;  /* domain name (owned by the plan) -> vpPlan copy */
+    guint64 generation; /* vpLedgerGeneration() */
 };
 
 typedef struct {
@@ -35,6 +37,16 @@ vpOwnKindName(vpOwnKind kind)
     return kind < VP_OWN_LAST ? ownKindNames[kind] : NULL;
 }
 
+/* Drawn from one counter for every ledger of the process, so that a ledger made anew (a
+ * reload's copy) never shows the number of the one it replaced. */
+static guint64
+nextGeneration(void)
+{
+    static atomic_uint_fast64_t last;
+
+    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
+}
+
 vpLedger *
 vpLedgerNew(const vpTopology *topo)
 {
@@ -49,6 +61,7 @@ vpLedgerNew(const vpTopology *topo)
         ledger->owners[i].vcpu = -1;
     ledger->plans =
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)vpPlanFree);
+    ledger->generation = nextGeneration();
     return ledger;
 }
 
@@ -236,6 +249,7 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
         g_array_append_val(ledger->sharers[c->pu], owner);
     }
     g_hash_table_insert(ledger->plans, copy->domain, copy);
+    ledger->generation = nextGeneration();
     return TRUE;
 }
 
@@ -265,6 +279,7 @@ vpLedgerSteal(vpLedger *ledger, const char *domain)
         }
     }
     g_hash_table_steal(ledger->plans, domain);
+    ledger->generation = nextGeneration();
     return plan;
 }
 
@@ -280,6 +295,7 @@ vpLedgerRemove(vpLedger *ledger, const char *domain)
 gboolean
 vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error)
 {
+    guint64 before = ledger->generation;
     g_autoptr(vpPlan) old = vpLedgerSteal(ledger, plan->domain);
 
     if (vpLedgerAdd(ledger, plan, error))
@@ -287,6 +303,8 @@ vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error)
     /* The old plan fitted before and nothing else changed: putting it back cannot fail. */
     if (old && !vpLedgerAdd(ledger, old, NULL))
         g_assert_not_reached();
+    /* The ledger holds what it held before: the same number says so. */
+    ledger->generation = before;
     return FALSE;
 }
 
@@ -369,6 +387,12 @@ const vpTopology *
 vpLedgerTopology(const vpLedger *ledger)
 {
     return ledger->topo;
+}
+
+guint64
+vpLedgerGeneration(const vpLedger *ledger)
+{
+    return ledger->generation;
 }
 
 static bool
