@@ -6,6 +6,7 @@
  */
 #include "daemon/metrics.h"
 #include "checkmain.h"
+#include "rebalfix.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -99,21 +100,6 @@ START_TEST(test_textfile)
 }
 END_TEST
 
-/* 4 cores x 2 threads on one node, CPU n's sibling n+4. */
-static vpTopology *
-fourCores(void)
-{
-    vpTopology *topo = vpTopologyNew();
-    g_autoptr(GError) err = NULL;
-
-    for (int t = 0; t < 2; t++)
-        for (int c = 0; c < 4; c++)
-            vpTopologyAddPU(topo, c + 4 * t, 0, 0, 0, -1, c, true);
-    vpTopologySetSource(topo, "test-4x2");
-    ck_assert_msg(vpTopologyFinalize(topo, NULL, NULL, &err), "%s", err ? err->message : "");
-    return topo;
-}
-
 static vpPlan *
 onCpu(const char *name, int cpu)
 {
@@ -140,7 +126,7 @@ isolateOnes(const vpCapacity *cap)
  * they were takes the figures it has, and a change that was refused changes nothing. */
 START_TEST(test_capacity_cache)
 {
-    g_autoptr(vpTopology) topo = fourCores();
+    g_autoptr(vpTopology) topo = vpFixTopology(1, 1, 1, 4, 2); /* CPU n's sibling: n + 4 */
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpLedger) copy = NULL;
     g_autoptr(vpCapacityCache) cache = vpCapacityCacheNew();
