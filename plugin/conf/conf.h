@@ -6,7 +6,7 @@
  * every group and key, its type and its allowed values or range; a file is accepted only
  * when every line is a comment, a [group] header or key=value that the table allows.
  *
- * Syntax (libinih's, with its options set in conf.c): `#` or `;` starts a comment line;
+ * Syntax (libinih's, with its options set in confread.c): `#` or `;` starts a comment line;
  * a value runs to the end of its line, with no inline comments and no escapes; a value
  * ending in whitespace is an error (naming the key and value), since `closed ` was meant
  * to be `closed` and no reading of it is safe; a key given again overrides (a line

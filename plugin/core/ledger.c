@@ -7,17 +7,17 @@
  * other smt=share vCPUs; those extra holders live in a per-PU side list.
  */
 #include "ledger.h"
-#include "core/jsonkeys.h"
-#include "core/jsonparse.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 struct _vpLedger {
     const vpTopology *topo;
     int npus;
-    vpOwner *owners;   /* per logical PU; domain points into the plan in plans */
-    GArray **sharers;  /* per logical PU, NULL or extra vpOwner entries (time-sharing) */
-    GHashTable *plans; /* domain name (owned by the plan) -> vpPlan copy */
+    vpOwner *owners;    /* per logical PU; domain points into the plan in plans */
+    GArray **sharers;   /* per logical PU, NULL or extra vpOwner entries (time-sharing) */
+    GHashTable *plans;  /* domain name (owned by the plan) -> vpPlan copy */
+    guint64 generation; /* vpLedgerGeneration() */
 };
 
 typedef struct {
@@ -37,6 +37,16 @@ vpOwnKindName(vpOwnKind kind)
     return kind < VP_OWN_LAST ? ownKindNames[kind] : NULL;
 }
 
+/* Drawn from one counter for every ledger of the process, so that a ledger made anew (a
+ * reload's copy) never shows the number of the one it replaced. */
+static guint64
+nextGeneration(void)
+{
+    static atomic_uint_fast64_t last;
+
+    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
+}
+
 vpLedger *
 vpLedgerNew(const vpTopology *topo)
 {
@@ -51,6 +61,7 @@ vpLedgerNew(const vpTopology *topo)
         ledger->owners[i].vcpu = -1;
     ledger->plans =
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)vpPlanFree);
+    ledger->generation = nextGeneration();
     return ledger;
 }
 
@@ -238,6 +249,7 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
         g_array_append_val(ledger->sharers[c->pu], owner);
     }
     g_hash_table_insert(ledger->plans, copy->domain, copy);
+    ledger->generation = nextGeneration();
     return TRUE;
 }
 
@@ -267,6 +279,7 @@ vpLedgerSteal(vpLedger *ledger, const char *domain)
         }
     }
     g_hash_table_steal(ledger->plans, domain);
+    ledger->generation = nextGeneration();
     return plan;
 }
 
@@ -282,6 +295,7 @@ vpLedgerRemove(vpLedger *ledger, const char *domain)
 gboolean
 vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error)
 {
+    guint64 before = ledger->generation;
     g_autoptr(vpPlan) old = vpLedgerSteal(ledger, plan->domain);
 
     if (vpLedgerAdd(ledger, plan, error))
@@ -289,6 +303,8 @@ vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error)
     /* The old plan fitted before and nothing else changed: putting it back cannot fail. */
     if (old && !vpLedgerAdd(ledger, old, NULL))
         g_assert_not_reached();
+    /* The ledger holds what it held before: the same number says so. */
+    ledger->generation = before;
     return FALSE;
 }
 
@@ -371,6 +387,12 @@ const vpTopology *
 vpLedgerTopology(const vpLedger *ledger)
 {
     return ledger->topo;
+}
+
+guint64
+vpLedgerGeneration(const vpLedger *ledger)
+{
+    return ledger->generation;
 }
 
 static bool
@@ -482,303 +504,4 @@ vpLedgerNodeMemory(const vpLedger *ledger, unsigned node, guint64 page_size)
     while (g_hash_table_iter_next(&it, NULL, &value))
         sum += vpPlanMemoryOnPages(value, node, page_size);
     return sum;
-}
-
-static bool
-bindingMode(vpMemMode mode)
-{
-    return mode == VP_MEM_STRICT || mode == VP_MEM_RESTRICTIVE || mode == VP_MEM_INTERLEAVE;
-}
-
-/* The OS nodes of this host that the live <numatune> confines the memory to; NULL when some
- * of it may lie anywhere (no numatune, preferred, a cell without a binding memnode). */
-static hwloc_bitmap_t
-liveMemoryNodes(const vpTopology *topo, const vpRequest *live)
-{
-    bool whole = bindingMode(live->mem_mode) && live->nodeset;
-    g_autoptr(vpBitmap) in = whole ? hwloc_bitmap_dup(live->nodeset) : hwloc_bitmap_alloc();
-    hwloc_bitmap_t out;
-
-    for (unsigned c = 0; c < live->ncells && !whole; c++) {
-        const vpCell *cell = &live->cells[c];
-        vpMemMode mode = cell->mode != VP_MEM_NONE ? cell->mode : live->mem_mode;
-
-        if (!cell->nodeset || !bindingMode(mode))
-            return NULL;
-        hwloc_bitmap_or(in, in, cell->nodeset);
-    }
-    if (!whole && live->ncells == 0)
-        return NULL;
-    out = hwloc_bitmap_alloc();
-    for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
-        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
-
-        if (!node->made_up && hwloc_bitmap_isset(in, node->os))
-            hwloc_bitmap_set(out, node->os);
-    }
-    return out;
-}
-
-/* Per node group index, the weight the live memory is spread by (see the header). */
-static guint64 *
-memoryWeights(const vpTopology *topo, const vpPlan *plan, hwloc_const_bitmap_t allowed)
-{
-    int nnodes = vpTopologyNGroups(topo, VP_LEVEL_NUMA);
-    guint64 *w = g_new0(guint64, nnodes);
-    bool inside = plan->nmem > 0, any = false;
-
-    for (unsigned i = 0; i < plan->nmem; i++)
-        inside &= !allowed || hwloc_bitmap_isset(allowed, plan->mem[i].node);
-    for (int g = 0; g < nnodes; g++) {
-        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
-
-        if (inside && !node->made_up)
-            w[g] = vpPlanMemoryOn(plan, node->os);
-    }
-    for (unsigned i = 0; i < plan->nvcpus && !inside; i++) {
-        int pu = plan->vcpu_pu[i] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[i]) : -1;
-        int g = pu >= 0 ? vpTopologyNodeOfPU(topo, pu) : -1;
-        const vpGroup *node = g >= 0 ? vpTopologyGroup(topo, VP_LEVEL_NUMA, g) : NULL;
-
-        if (node && !node->made_up && (!allowed || hwloc_bitmap_isset(allowed, node->os)))
-            w[g]++;
-    }
-    for (int g = 0; g < nnodes; g++)
-        any |= w[g] > 0;
-    for (int g = 0; g < nnodes && !any && allowed; g++)
-        w[g] = hwloc_bitmap_isset(allowed, vpTopologyGroup(topo, VP_LEVEL_NUMA, g)->os);
-    return w;
-}
-
-static char *
-memoryText(const vpPlan *plan)
-{
-    g_autoptr(GString) s = g_string_new(NULL);
-
-    for (unsigned i = 0; i < plan->nmem; i++) {
-        g_autofree char *mem = vpMemoryFormat(plan->mem[i].bytes);
-        g_autofree char *page =
-            plan->mem[i].page_size ? vpMemoryFormat(plan->mem[i].page_size) : NULL;
-
-        g_string_append_printf(s, "%snode %u: %s%s%s%s", i ? ", " : "", plan->mem[i].node, mem,
-                               page ? " in " : "", page ? page : "", page ? " pages" : "");
-    }
-    return g_string_free(g_steal_pointer(&s), FALSE);
-}
-
-static bool
-sameMemory(const vpPlan *a, const vpPlan *b)
-{
-    if (a->nmem != b->nmem || a->page_size != b->page_size)
-        return false;
-    for (unsigned i = 0; i < a->nmem; i++) {
-        if (a->mem[i].node != b->mem[i].node || a->mem[i].bytes != b->mem[i].bytes ||
-            a->mem[i].page_size != b->mem[i].page_size)
-            return false;
-    }
-    return true;
-}
-
-static bool
-severalPageSizes(const vpPlan *plan, const vpRequest *live)
-{
-    for (unsigned i = 0; i < plan->nmem; i++) {
-        if (plan->mem[i].page_size != plan->mem[0].page_size)
-            return true;
-    }
-    for (unsigned c = 0; c < live->ncells; c++) {
-        if (vpRequestCellPage(live, &live->cells[c]) != live->hugepage_size)
-            return true;
-    }
-    return false;
-}
-
-/* Guest cells on pages of several sizes: which cell's pages moved where is not in the live
- * XML's figures, so only a changed total is followed, each holding scaled, and only while
- * every holding lies where the live nodeset allows. */
-static char *
-scaleEntries(vpLedger *ledger, const vpPlan *plan, hwloc_const_bitmap_t allowed, guint64 total)
-{
-    g_autoptr(vpPlan) fixed = vpPlanCopy(plan);
-    guint64 sum = 0, given = 0;
-
-    for (unsigned i = 0; i < plan->nmem; i++) {
-        if (allowed && !hwloc_bitmap_isset(allowed, plan->mem[i].node))
-            return NULL;
-        sum += plan->mem[i].bytes;
-    }
-    if (!sum || sum == total)
-        return NULL;
-    for (unsigned i = 0; i < fixed->nmem; i++) {
-        fixed->mem[i].bytes = (guint64)((unsigned __int128)total * plan->mem[i].bytes / sum);
-        given += fixed->mem[i].bytes;
-    }
-    fixed->mem[0].bytes += total - given;
-    g_autofree char *was = memoryText(plan);
-    g_autofree char *now = memoryText(fixed);
-    if (!vpLedgerReplace(ledger, fixed, NULL))
-        g_assert_not_reached(); /* the same PUs as the plan it replaces */
-    return g_strdup_printf("%s -> %s", was, now);
-}
-
-char *
-vpLedgerReconcileMemory(vpLedger *ledger, const char *domain, const vpRequest *live)
-{
-    const vpTopology *topo = ledger->topo;
-    const vpPlan *plan = vpLedgerLookup(ledger, domain);
-    g_autoptr(vpBitmap) allowed = NULL;
-    g_autofree guint64 *w = NULL;
-    g_autoptr(vpPlan) fixed = NULL;
-    guint64 sum = 0, given = 0;
-    int first = -1;
-
-    if (!plan || !live->memory)
-        return NULL;
-    allowed = liveMemoryNodes(topo, live);
-    if (severalPageSizes(plan, live))
-        return scaleEntries(ledger, plan, allowed, live->memory);
-    w = memoryWeights(topo, plan, allowed);
-    fixed = vpPlanCopy(plan);
-    g_clear_pointer(&fixed->mem, g_free);
-    fixed->nmem = 0;
-    fixed->page_size = live->hugepage_size;
-    for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
-        sum += w[g];
-        if (w[g] && first < 0)
-            first = g;
-    }
-    for (int g = first; g >= 0 && g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
-        /* 128-bit: sizes in bytes times weights in bytes overflow 64 bits */
-        guint64 share = (guint64)((unsigned __int128)live->memory * w[g] / sum);
-
-        if (!w[g])
-            continue;
-        vpPlanAddMemory(fixed, vpTopologyGroup(topo, VP_LEVEL_NUMA, g)->os, share);
-        given += share;
-    }
-    if (first >= 0)
-        vpPlanAddMemory(fixed, vpTopologyGroup(topo, VP_LEVEL_NUMA, first)->os,
-                        live->memory - given);
-    if (sameMemory(plan, fixed))
-        return NULL;
-    g_autofree char *was = plan->nmem ? memoryText(plan) : g_strdup("nothing");
-    g_autofree char *now = fixed->nmem ? memoryText(fixed) : g_strdup("nothing");
-    if (!vpLedgerReplace(ledger, fixed, NULL))
-        g_assert_not_reached(); /* the same PUs as the plan it replaces */
-    return g_strdup_printf("%s -> %s", was, now);
-}
-
-JsonNode *
-vpLedgerToJson(const vpLedger *ledger)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
-    guint i;
-
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "format");
-    json_builder_add_int_value(b, VP_JSON_FORMAT);
-    json_builder_set_member_name(b, "domains");
-    json_builder_begin_array(b);
-    for (i = 0; i < names->len; i++) {
-        const vpPlan *plan = g_hash_table_lookup(ledger->plans, names->pdata[i]);
-
-        json_builder_add_value(b, vpPlanToJson(plan, ledger->topo));
-    }
-    json_builder_end_array(b);
-    json_builder_end_object(b);
-    return json_builder_get_root(b);
-}
-
-vpLedger *
-vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
-{
-    static const char *const keys[] = {"format", "domains", NULL};
-    static const char *const legacy_keys[] = {"version", "domains", NULL};
-    const char *format;
-    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
-    JsonObject *obj;
-    JsonNode *member;
-    JsonArray *domains;
-    guint i;
-
-    if (!node || !JSON_NODE_HOLDS_OBJECT(node)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger is not a JSON object");
-        return NULL;
-    }
-    obj = json_node_get_object(node);
-    /* Ledgers before the common JSON vocabulary said "version": 1, and their plans "pu" for
-     * a CPU and -1 for none: the plan reader takes both spellings, so an upgrade keeps it. */
-    format = json_object_has_member(obj, "version") && !json_object_has_member(obj, "format")
-                 ? "version"
-                 : "format";
-    member = json_object_get_member(obj, format);
-    if (!member || !JSON_NODE_HOLDS_VALUE(member) ||
-        json_node_get_value_type(member) != G_TYPE_INT64 ||
-        json_node_get_int(member) != VP_JSON_FORMAT) {
-        g_autofree char *shown = member ? json_to_string(member, FALSE) : g_strdup("missing");
-
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "%s=%.40s is not supported (this build reads format %d)", format, shown,
-                    VP_JSON_FORMAT);
-        return NULL;
-    }
-    member = json_object_get_member(obj, "domains");
-    if (!member || !JSON_NODE_HOLDS_ARRAY(member)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domains is missing or not an array");
-        return NULL;
-    }
-    if (!vpJsonCheckKeys(obj, "ledger", strcmp(format, "format") ? legacy_keys : keys, error))
-        return NULL;
-
-    domains = json_node_get_array(member);
-    for (i = 0; i < json_array_get_length(domains); i++) {
-        g_autoptr(GError) local = NULL;
-        g_autoptr(vpPlan) plan = vpPlanFromJson(json_array_get_element(domains, i), &local);
-
-        if (!plan || !vpLedgerAdd(ledger, plan, &local)) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domains[%u]: %s", i, local->message);
-            return NULL;
-        }
-    }
-    return g_steal_pointer(&ledger);
-}
-
-char *
-vpLedgerToText(const vpLedger *ledger)
-{
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = vpLedgerToJson(ledger);
-    g_autofree char *text = NULL;
-
-    json_generator_set_pretty(gen, TRUE);
-    json_generator_set_root(gen, root);
-    text = json_generator_to_data(gen, NULL);
-    return g_strconcat(text, "\n", NULL);
-}
-
-vpLedger *
-vpLedgerFromText(const vpTopology *topo, const char *text, gsize len, const char *name,
-                 GError **error)
-{
-    g_autoptr(GError) local = NULL;
-    g_autoptr(JsonNode) root = NULL;
-    vpLedger *ledger;
-
-    if (len == 0 || strspn(text, " \t\r\n") >= len) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "ledger %s is empty (truncated?); remove it to start from an empty ledger",
-                    name);
-        return NULL;
-    }
-    if (!(root = vpJsonParse(text, len, &local))) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s is corrupt: %s", name,
-                    local->message);
-        return NULL;
-    }
-    if (!(ledger = vpLedgerFromJson(topo, root, &local))) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "ledger %s: %s", name, local->message);
-        return NULL;
-    }
-    return ledger;
 }

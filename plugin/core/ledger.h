@@ -54,6 +54,10 @@ bool vpLedgerPUFree(const vpLedger *ledger, int pu);
 GPtrArray *vpLedgerDomains(const vpLedger *ledger);
 unsigned vpLedgerNDomains(const vpLedger *ledger);
 const vpTopology *vpLedgerTopology(const vpLedger *ledger);
+/* A number that changes with every change of what the ledger holds (an add, a remove, a
+ * replace, a memory reconcile; not a failed one), unique among the process's ledgers: what
+ * is computed from a ledger is still true while its number is the same. */
+guint64 vpLedgerGeneration(const vpLedger *ledger);
 /* Checks the no-double-booking invariant from scratch (tests, after reconcile). */
 gboolean vpLedgerCheck(const vpLedger *ledger, GError **error);
 

@@ -317,16 +317,15 @@ describeNode(vpTopology *topo, int key, vpGroup *g)
         hwloc_bitmap_set(topo->nodeset, g->os);
 }
 
+/* Checks the builder's PUs (each CPU once, none also offline) and sorts them core by core,
+ * cores in vpCore order; *max_os: the highest CPU number. */
 static gboolean
-buildCores(vpTopology *topo, GError **error)
+orderRawPUs(vpTopology *topo, unsigned *max_os, GError **error)
 {
     g_autoptr(GHashTable) first = g_hash_table_new(NULL, NULL);
     g_autoptr(GHashTable) seen_os = g_hash_table_new(NULL, NULL);
-    /* (level << 32 | id) -> group index */
-    g_autoptr(GHashTable) group_idx =
-        g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-    unsigned max_os = 0;
 
+    *max_os = 0;
     g_array_sort(topo->raw, rawCompare);
     for (guint i = 0; i < topo->raw->len; i++) {
         vpRawPU *r = &g_array_index(topo->raw, vpRawPU, i);
@@ -346,10 +345,64 @@ buildCores(vpTopology *topo, GError **error)
         }
         if (!g_hash_table_lookup_extended(first, k, NULL, &f) || r->os < GPOINTER_TO_UINT(f))
             g_hash_table_insert(first, k, GUINT_TO_POINTER(r->os));
-        max_os = MAX(max_os, r->os);
+        *max_os = MAX(*max_os, r->os);
     }
     g_array_sort_with_data(topo->raw, rawCompareByCoreFirstOS, first);
+    return TRUE;
+}
 
+/* A new core for PU r, its groups at every level above the core found in group_idx
+ * ((level << 32 | id) -> group index) or made there. */
+static vpCore *
+addCore(vpTopology *topo, GHashTable *group_idx, const vpRawPU *r)
+{
+    vpCore c = {.os = (unsigned)r->key[VP_LEVEL_CORE]};
+
+    c.group[VP_LEVEL_CORE] = topo->cores->len;
+    for (int l = VP_LEVEL_CLUSTER; l < VP_LEVEL_LAST; l++) {
+        gint64 key = ((gint64)l << 32) | (guint32)r->key[l];
+        gpointer idx;
+
+        if (!g_hash_table_lookup_extended(group_idx, &key, NULL, &idx)) {
+            vpGroup g = {.level = l, .os = (unsigned)MAX(r->key[l], 0), .made_up = r->key[l] < 0};
+
+            if (l == VP_LEVEL_NUMA)
+                describeNode(topo, r->key[l], &g);
+
+            idx = GINT_TO_POINTER(topo->groups[l]->len);
+            g_hash_table_insert(group_idx, g_memdup2(&key, sizeof(key)), idx);
+            g_array_append_val(topo->groups[l], g);
+        }
+        c.group[l] = GPOINTER_TO_INT(idx);
+    }
+    g_array_append_val(topo->cores, c);
+    return &g_array_index(topo->cores, vpCore, topo->cores->len - 1);
+}
+
+/* Siblings of one core share every group above it. */
+static gboolean
+sameGroups(const vpRawPU *prev, const vpRawPU *r, GError **error)
+{
+    for (int l = VP_LEVEL_CLUSTER; l < VP_LEVEL_LAST; l++) {
+        if (prev->key[l] != r->key[l]) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "CPU %u and CPU %u share a core but not a %s", prev->os, r->os,
+                        vpLevelName(l));
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+buildCores(vpTopology *topo, GError **error)
+{
+    g_autoptr(GHashTable) group_idx =
+        g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+    unsigned max_os;
+
+    if (!orderRawPUs(topo, &max_os, error))
+        return FALSE;
     topo->npu_by_os = max_os + 1;
     topo->pu_by_os = g_new(int, topo->npu_by_os);
     for (unsigned i = 0; i < topo->npu_by_os; i++)
@@ -362,39 +415,10 @@ buildCores(vpTopology *topo, GError **error)
             topo->cores->len ? &g_array_index(topo->cores, vpCore, topo->cores->len - 1) : NULL;
         const vpRawPU *prev = i ? &g_array_index(topo->raw, vpRawPU, i - 1) : NULL;
 
-        if (!prev || prev->key[VP_LEVEL_CORE] != r->key[VP_LEVEL_CORE]) {
-            vpCore c = {.os = (unsigned)r->key[VP_LEVEL_CORE]};
-
-            c.group[VP_LEVEL_CORE] = topo->cores->len;
-            for (int l = VP_LEVEL_CLUSTER; l < VP_LEVEL_LAST; l++) {
-                gint64 key = ((gint64)l << 32) | (guint32)r->key[l];
-                gpointer idx;
-
-                if (!g_hash_table_lookup_extended(group_idx, &key, NULL, &idx)) {
-                    vpGroup g = {
-                        .level = l, .os = (unsigned)MAX(r->key[l], 0), .made_up = r->key[l] < 0};
-
-                    if (l == VP_LEVEL_NUMA)
-                        describeNode(topo, r->key[l], &g);
-
-                    idx = GINT_TO_POINTER(topo->groups[l]->len);
-                    g_hash_table_insert(group_idx, g_memdup2(&key, sizeof(key)), idx);
-                    g_array_append_val(topo->groups[l], g);
-                }
-                c.group[l] = GPOINTER_TO_INT(idx);
-            }
-            g_array_append_val(topo->cores, c);
-            core = &g_array_index(topo->cores, vpCore, topo->cores->len - 1);
-        } else {
-            for (int l = VP_LEVEL_CLUSTER; l < VP_LEVEL_LAST; l++) {
-                if (prev->key[l] != r->key[l]) {
-                    g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                                "CPU %u and CPU %u share a core but not a %s", prev->os, r->os,
-                                vpLevelName(l));
-                    return FALSE;
-                }
-            }
-        }
+        if (!prev || prev->key[VP_LEVEL_CORE] != r->key[VP_LEVEL_CORE])
+            core = addCore(topo, group_idx, r);
+        else if (!sameGroups(prev, r, error))
+            return FALSE;
         pu.core = topo->cores->len - 1;
         core->pus = g_renew(int, core->pus, core->npus + 1);
         core->pus[core->npus++] = topo->pus->len;

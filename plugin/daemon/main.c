@@ -42,17 +42,21 @@ onHangup(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
-int
-main(int argc, char **argv)
+typedef struct {
+    char *config;
+    gboolean check;
+} vpOptions;
+
+/* The command line into opts; an exit status when the process is done (an error, or
+ * --version), -1 to go on. */
+static int
+parseOptions(int *argc, char ***argv, vpOptions *opts)
 {
-    setlocale(LC_ALL, "");
-    g_autofree char *config = NULL;
-    gboolean check = FALSE;
     gboolean version = FALSE;
     GOptionEntry entries[] = {
-        {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
+        {"config", 'c', 0, G_OPTION_ARG_FILENAME, &opts->config,
          "configuration file (default " VP_DEFAULT_CONFIG ")", "FILE"},
-        {"check-config", 0, 0, G_OPTION_ARG_NONE, &check,
+        {"check-config", 0, 0, G_OPTION_ARG_NONE, &opts->check,
          "validate the configuration and the topology, then exit", NULL},
         {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "log debug messages", NULL},
         {"version", 'V', 0, G_OPTION_ARG_NONE, &version, "print the version, then exit", NULL},
@@ -66,40 +70,44 @@ main(int argc, char **argv)
                                           "  ledger (default " VP_DEFAULT_STATE ")\n"
                                           "  libvirt (default " VP_DEFAULT_URI ")\n");
     g_autoptr(GError) err = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+    if (!g_option_context_parse(ctx, argc, argv, &err)) {
         fprintf(stderr, "vcpuplaced: %s\n", err->message);
         return 1;
     }
-    if (argc > 1) {
-        fprintf(stderr, "vcpuplaced: unexpected argument '%s'\n", argv[1]);
+    if (*argc > 1) {
+        fprintf(stderr, "vcpuplaced: unexpected argument '%s'\n", (*argv)[1]);
         return 1;
     }
     if (version) {
         printf("vcpuplaced %s\n", PROJECT_VERSION);
         return 0;
     }
-    g_log_set_writer_func(writer, NULL, NULL);
+    return -1;
+}
 
-    vpConfig *cfg = vpConfigLoad(config, &err);
-    if (!cfg) {
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "MESSAGE", "%s", err->message);
+/* --check-config: the configuration was read; the topology it names must load too. */
+static int
+checkConfig(const vpConfig *cfg)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpTopology) topo = vpConfigLoadTopology(cfg, &err);
+    if (!topo) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "MESSAGE", "topology %s: %s",
+                         cfg->topology ? cfg->topology : "host", err->message);
         return 1;
     }
-    if (check) {
-        G_GNUC_UNUSED g_autoptr(vpConfig) owned = cfg;
-        g_autoptr(vpTopology) topo = vpConfigLoadTopology(cfg, &err);
-        if (!topo) {
-            g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "MESSAGE", "topology %s: %s",
-                             cfg->topology ? cfg->topology : "host", err->message);
-            return 1;
-        }
-        g_autofree char *list = vpCpuListFormat(vpTopologyUsableSet(topo));
-        printf("configuration %s: ok; topology %s: %d PUs, %d cores, usable CPUs %s\n",
-               cfg->path ? cfg->path : "(built-in defaults)", vpTopologyGetSource(topo),
-               vpTopologyNPUs(topo), vpTopologyNCores(topo), list);
-        return 0;
-    }
+    g_autofree char *list = vpCpuListFormat(vpTopologyUsableSet(topo));
+    printf("configuration %s: ok; topology %s: %d PUs, %d cores, usable CPUs %s\n",
+           cfg->path ? cfg->path : "(built-in defaults)", vpTopologyGetSource(topo),
+           vpTopologyNPUs(topo), vpTopologyNCores(topo), list);
+    return 0;
+}
 
+/* Runs the daemon on cfg (taken) until SIGTERM or SIGINT; SIGHUP reloads. */
+static int
+serve(vpConfig *cfg)
+{
+    g_autoptr(GError) err = NULL;
     g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
     g_autoptr(vpDaemon) d = vpDaemonNew(cfg, &err);
     if (!d) {
@@ -123,4 +131,28 @@ main(int argc, char **argv)
     g_source_remove(hup);
     g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE", "vcpuplaced stopping");
     return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "");
+    vpOptions opts = {0};
+    int done = parseOptions(&argc, &argv, &opts);
+    g_autofree char *config = opts.config;
+    if (done >= 0)
+        return done;
+    g_log_set_writer_func(writer, NULL, NULL);
+
+    g_autoptr(GError) err = NULL;
+    vpConfig *cfg = vpConfigLoad(config, &err);
+    if (!cfg) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_CRITICAL, "MESSAGE", "%s", err->message);
+        return 1;
+    }
+    if (opts.check) {
+        g_autoptr(vpConfig) owned = cfg;
+        return checkConfig(owned);
+    }
+    return serve(cfg);
 }

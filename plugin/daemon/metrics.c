@@ -322,8 +322,13 @@ addDaemon(vpMetrics *m, const vpMetricsSources *src)
 }
 
 struct _vpCapacityCache {
-    char *key; /* the ledger and the defaults the figures were computed for */
+    /* What the figures were computed from: the ledger's generation (a ledger is bound to
+     * its topology, and a reload makes a new ledger, so the topology is covered too), the
+     * defaults a request without a policy gets, and the vCPU counts. */
+    guint64 generation;
+    char *inputs;
     vpCapacity *cap;
+    guint64 computations;
 };
 
 vpCapacityCache *
@@ -337,9 +342,43 @@ vpCapacityCacheFree(vpCapacityCache *cache)
 {
     if (!cache)
         return;
-    g_free(cache->key);
+    g_free(cache->inputs);
     vpCapacityFree(cache->cap);
     g_free(cache);
+}
+
+const vpCapacity *
+vpCapacityCacheGet(vpCapacityCache *cache, const vpTopology *topo, const vpLedger *ledger,
+                   const vpPolicy *defaults, const char *shapes, GError **error)
+{
+    guint64 generation = vpLedgerGeneration(ledger);
+    g_autofree char *inputs =
+        g_strdup_printf("%s %s %s %s %s %s %s", shapes, vpSmtName(defaults->smt),
+                        defaults->group ? defaults->group : "",
+                        vpCoreschedName(defaults->coresched), vpLocalityName(defaults->locality),
+                        vpEmulatorName(defaults->emulator), vpRebalanceName(defaults->rebalance));
+
+    if (cache->cap && cache->generation == generation && strcmp(cache->inputs, inputs) == 0)
+        return cache->cap;
+
+    g_autoptr(GArray) counts = vpCapacityParseVcpus(shapes, error);
+    vpCapacity *fresh = counts ? vpCapacityCompute(topo, ledger, defaults, counts, error) : NULL;
+
+    if (!fresh)
+        return NULL;
+    vpCapacityFree(cache->cap);
+    cache->cap = fresh;
+    cache->generation = generation;
+    g_free(cache->inputs);
+    cache->inputs = g_steal_pointer(&inputs);
+    cache->computations++;
+    return cache->cap;
+}
+
+guint64
+vpCapacityCacheComputations(const vpCapacityCache *cache)
+{
+    return cache->computations;
 }
 
 /* The capacity gauges, from core/capacity.c as `vcpuplace capacity` computes them, for the
@@ -349,36 +388,18 @@ static void
 addCapacity(vpMetrics *m, const vpMetricsSources *src)
 {
     const vpTopology *topo = vpManagerTopology(src->mgr);
-    const vpLedger *ledger = vpManagerLedger(src->mgr);
-    const vpPolicy *defaults = vpManagerDefaults(src->mgr);
-    g_autoptr(vpCapacity) fresh = NULL;
-    const vpCapacity *cap = src->capacity ? src->capacity->cap : NULL;
-    g_autoptr(JsonNode) held = vpLedgerToJson(ledger);
-    g_autofree char *ledger_text = json_to_string(held, FALSE);
+    g_autoptr(vpCapacityCache) once = src->capacity ? NULL : vpCapacityCacheNew();
     const char *shapes =
         src->cfg && src->cfg->capacity_vcpus ? src->cfg->capacity_vcpus : VP_CAPACITY_DEFAULT_VCPUS;
-    g_autofree char *key =
-        g_strdup_printf("%p %s %s %s %s %s %s %s %s", (const void *)topo, shapes, ledger_text,
-                        vpSmtName(defaults->smt), defaults->group ? defaults->group : "",
-                        vpCoreschedName(defaults->coresched), vpLocalityName(defaults->locality),
-                        vpEmulatorName(defaults->emulator), vpRebalanceName(defaults->rebalance));
+    g_autoptr(GError) err = NULL;
+    const vpCapacity *cap =
+        vpCapacityCacheGet(src->capacity ? src->capacity : once, topo, vpManagerLedger(src->mgr),
+                           vpManagerDefaults(src->mgr), shapes, &err);
 
-    if (!cap || g_strcmp0(key, src->capacity->key) != 0) {
-        g_autoptr(GError) err = NULL;
-        g_autoptr(GArray) counts = vpCapacityParseVcpus(shapes, &err);
-
-        if (!counts || !(fresh = vpCapacityCompute(topo, ledger, defaults, counts, &err))) {
-            g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_EVENT", "metrics",
-                             "MESSAGE", "capacity gauges not computed: %s", err->message);
-            return;
-        }
-        cap = fresh;
-        if (src->capacity) {
-            vpCapacityFree(src->capacity->cap);
-            src->capacity->cap = g_steal_pointer(&fresh);
-            g_free(src->capacity->key);
-            src->capacity->key = g_steal_pointer(&key);
-        }
+    if (!cap) {
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_EVENT", "metrics", "MESSAGE",
+                         "capacity gauges not computed: %s", err->message);
+        return;
     }
     for (guint i = 0; i < cap->nshapes; i++) {
         const vpCapacityShape *s = &cap->shapes[i];

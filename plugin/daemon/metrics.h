@@ -12,6 +12,7 @@
 #include "daemon/cookies.h"
 #include "daemon/config.h"
 #include "daemon/manager.h"
+#include "core/capacity.h"
 
 #include <glib.h>
 
@@ -50,6 +51,15 @@ typedef struct _vpCapacityCache vpCapacityCache;
 vpCapacityCache *vpCapacityCacheNew(void);
 void vpCapacityCacheFree(vpCapacityCache *cache);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpCapacityCache, vpCapacityCacheFree)
+/* The figures for topo, ledger (on topo), defaults and shapes ("1,2,4,8", [daemon]
+ * capacity_vcpus), computed again only when the ledger's generation, the defaults or the
+ * shapes differ from the last computation's. NULL with error when they cannot be computed
+ * (the cache keeps what it had). */
+const vpCapacity *vpCapacityCacheGet(vpCapacityCache *cache, const vpTopology *topo,
+                                     const vpLedger *ledger, const vpPolicy *defaults,
+                                     const char *shapes, GError **error);
+/* How many times vpCapacityCacheGet() computed the figures. */
+guint64 vpCapacityCacheComputations(const vpCapacityCache *cache);
 
 typedef struct {
     const vpConfig *cfg;

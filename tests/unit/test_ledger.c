@@ -435,6 +435,59 @@ END_TEST
 /* The live XML's memory corrects the ledger's: an adopted plan (no memory) gains it on its
  * vCPUs' nodes, a live strict nodeset moves it, an agreeing ledger is left alone, and cells
  * on pages of several sizes keep each holding's size while the total scales. */
+/* The generation moves with every kind of change and only with a change, and a new ledger
+ * (a copy, a reload's) never shows another's number: the capacity gauges' cache relies on it. */
+START_TEST(test_generation)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) a = makePlan("a", NULL, (int[]){0, 1, -1}, NULL, NULL);
+    g_autoptr(vpPlan) a_moved = makePlan("a", NULL, (int[]){1, 4, -1}, NULL, NULL);
+    g_autoptr(vpPlan) b = makePlan("b", NULL, (int[]){2, -1}, NULL, NULL);
+    g_autoptr(vpPlan) on_b = makePlan("c", NULL, (int[]){2, -1}, NULL, NULL);
+    g_autoptr(vpPlan) a_onto_b = makePlan("a", NULL, (int[]){2, 5, -1}, NULL, NULL);
+    g_autoptr(vpRequest) live = vpRequestNew("a", 2);
+    g_autoptr(vpLedger) copy = NULL;
+    g_autofree char *reconciled = NULL, *again = NULL;
+    guint64 seen[8];
+    unsigned n = 0;
+
+    seen[n++] = vpLedgerGeneration(ledger);
+    ck_assert(vpLedgerAdd(ledger, a, NULL));
+    seen[n++] = vpLedgerGeneration(ledger);
+    ck_assert(vpLedgerAdd(ledger, b, NULL));
+    seen[n++] = vpLedgerGeneration(ledger);
+    ck_assert(vpLedgerReplace(ledger, a_moved, NULL));
+    seen[n++] = vpLedgerGeneration(ledger);
+    live->memory = 2ULL << 30;
+    reconciled = vpLedgerReconcileMemory(ledger, "a", live);
+    ck_assert_ptr_nonnull(reconciled);
+    seen[n++] = vpLedgerGeneration(ledger);
+    ck_assert(vpLedgerRemove(ledger, "b"));
+    seen[n++] = vpLedgerGeneration(ledger);
+    copy = vpLedgerCopy(ledger, topo, NULL);
+    ck_assert_ptr_nonnull(copy);
+    seen[n++] = vpLedgerGeneration(copy);
+    ck_assert_uint_eq(vpLedgerGeneration(ledger), seen[n - 2]);
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned j = 0; j < i; j++)
+            ck_assert_msg(seen[i] != seen[j], "change %u shows the number of change %u", i, j);
+
+    /* What changes nothing keeps the number: reads, refusals, a reconcile that agrees. */
+    ck_assert(vpLedgerAdd(ledger, b, NULL));
+    guint64 now = vpLedgerGeneration(ledger);
+    ck_assert(!vpLedgerAdd(ledger, on_b, NULL));
+    ck_assert(!vpLedgerAdd(ledger, b, NULL));
+    ck_assert(!vpLedgerReplace(ledger, a_onto_b, NULL));
+    ck_assert(!vpLedgerRemove(ledger, "nobody"));
+    again = vpLedgerReconcileMemory(ledger, "a", live);
+    ck_assert_ptr_null(again);
+    ck_assert_ptr_nonnull(vpLedgerLookup(ledger, "a"));
+    ck_assert(vpLedgerCheck(ledger, NULL));
+    ck_assert_uint_eq(vpLedgerGeneration(ledger), now);
+}
+END_TEST
+
 START_TEST(test_reconcile_memory)
 {
     g_autoptr(vpTopology) topo = testTopology();
@@ -796,6 +849,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_text_round_trip);
     tcase_add_test(tc, test_copy);
     tcase_add_test(tc, test_reconcile_memory);
+    tcase_add_test(tc, test_generation);
     tcase_add_test(tc, test_json_legacy);
     tcase_add_loop_test(tc, test_json_bad, 0, G_N_ELEMENTS(bad_ledgers));
     tcase_add_test(tc, test_json_foreign_or_double_booked);

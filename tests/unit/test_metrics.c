@@ -1,10 +1,12 @@
 /*
  * The Prometheus text writer of vcpuplaced: families grouped with one HELP and TYPE each
  * whatever order samples come in, label values and HELP text escaped, numbers written the
- * way the format reads them, and the textfile replaced whole.
+ * way the format reads them, and the textfile replaced whole; the capacity gauges computed
+ * again only when the ledger, the defaults or the vCPU counts changed.
  */
 #include "daemon/metrics.h"
 #include "checkmain.h"
+#include "rebalfix.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -98,6 +100,96 @@ START_TEST(test_textfile)
 }
 END_TEST
 
+static vpPlan *
+onCpu(const char *name, int cpu)
+{
+    vpPlan *plan = vpPlanNew(name, 1);
+
+    plan->vcpu_pu[0] = cpu;
+    return plan;
+}
+
+/* How many 1-vCPU smt=isolate VMs the figures say fit on the host. */
+static unsigned
+isolateOnes(const vpCapacity *cap)
+{
+    for (guint i = 0; i < cap->nshapes; i++) {
+        if (cap->shapes[i].vcpus == 1 && cap->shapes[i].smt == VP_SMT_ISOLATE)
+            return cap->shapes[i].host;
+    }
+    ck_abort_msg("no 1-vCPU isolate shape");
+    return 0;
+}
+
+/* The capacity gauges are computed again exactly when what they follow changed: the ledger
+ * (each kind of change), the defaults, the vCPU counts; a collection that finds them all as
+ * they were takes the figures it has, and a change that was refused changes nothing. */
+START_TEST(test_capacity_cache)
+{
+    g_autoptr(vpTopology) topo = vpFixTopology(1, 1, 1, 4, 2); /* CPU n's sibling: n + 4 */
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpLedger) copy = NULL;
+    g_autoptr(vpCapacityCache) cache = vpCapacityCacheNew();
+    g_autoptr(vpPlan) a = onCpu("a", 0), a_moved = onCpu("a", 1), b_on_a = onCpu("b", 1);
+    g_autoptr(GError) err = NULL;
+    vpPolicy defaults;
+    const vpCapacity *cap;
+
+    vpPolicyInitDefaults(&defaults);
+#define GET(shapes) vpCapacityCacheGet(cache, topo, ledger, &defaults, shapes, &err)
+    cap = GET("1,2");
+    ck_assert_msg(cap, "%s", err ? err->message : "");
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 1);
+    ck_assert_uint_eq(isolateOnes(cap), 4);
+    ck_assert_ptr_eq(GET("1,2"), cap);
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 1);
+
+    ck_assert(vpLedgerAdd(ledger, a, NULL));
+    ck_assert_uint_eq(isolateOnes(GET("1,2")), 3);
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 2);
+    GET("1,2");
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 2);
+
+    ck_assert(vpLedgerReplace(ledger, a_moved, NULL));
+    ck_assert_uint_eq(isolateOnes(GET("1,2")), 3);
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 3);
+    ck_assert(!vpLedgerAdd(ledger, b_on_a, NULL));
+    ck_assert(!vpLedgerRemove(ledger, "nobody"));
+    GET("1,2");
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 3);
+    ck_assert(vpLedgerRemove(ledger, "a"));
+    ck_assert_uint_eq(isolateOnes(GET("1,2")), 4);
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 4);
+
+    cap = GET("1,2,4");
+    ck_assert_uint_eq(cap->nshapes, 3 * VP_SMT_LAST);
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 5);
+    g_free(defaults.group);
+    defaults.group = g_strdup("tenant");
+    GET("1,2,4");
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 6);
+    defaults.locality = VP_LOCALITY_NUMA;
+    GET("1,2,4");
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 7);
+    cap = GET("1,2,4");
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 7);
+
+    /* Figures that cannot be computed leave the last ones in the cache. */
+    ck_assert_ptr_null(GET("0"));
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_INVALID));
+    g_clear_error(&err);
+    ck_assert_ptr_eq(GET("1,2,4"), cap);
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 7);
+
+    /* A ledger made anew (a reload's copy) is another ledger, even when it holds the same. */
+    copy = vpLedgerCopy(ledger, topo, NULL);
+    ck_assert_ptr_nonnull(vpCapacityCacheGet(cache, topo, copy, &defaults, "1,2,4", &err));
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 8);
+#undef GET
+    vpPolicyClear(&defaults);
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -108,6 +200,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_escaping);
     tcase_add_test(tc, test_values);
     tcase_add_test(tc, test_textfile);
+    tcase_add_test(tc, test_capacity_cache);
     suite_add_tcase(s, tc);
     return s;
 }
