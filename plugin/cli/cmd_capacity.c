@@ -129,13 +129,10 @@ vpCmdCapacity(int argc, char **argv)
                                        "now, on the host and per NUMA node,\nby repeated "
                                        "placement on a copy of the ledger.");
     vpCliAddHeldOptions(octx, &held);
-    g_option_context_add_main_entries(octx, entries, NULL);
-    if (!vpCliParseOptions(octx, &opts, "capacity", &argc, &argv))
+    if (!vpCliParseOptions(octx, entries, &opts, "capacity", &argc, &argv))
         return VP_EXIT_ERROR;
-    if (argc != 1) {
-        fprintf(stderr, "vcpuplace capacity: unexpected argument '%s'\n", argv[1]);
+    if (!vpCliNoArguments("capacity", argc, argv))
         return VP_EXIT_ERROR;
-    }
     if (!vpCliHeldCheck("capacity", &opts, &held))
         return VP_EXIT_ERROR;
     if (!(counts = shapeCounts(&opts, vcpus_list, &error)) ||

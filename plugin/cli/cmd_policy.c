@@ -245,13 +245,11 @@ vpCmdPolicy(int argc, char **argv)
          "print the policy as JSON (in \"domains\" with several domains or a glob)", NULL},
         G_OPTION_ENTRY_NULL,
     };
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("DOMAIN|GLOB... - show or set the vcpuplace policy of domains");
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    vpLiveAddOptions(ctx, &live);
-    g_autoptr(GError) err = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !vpLiveResolve(&live, &err))
-        return vpLiveFail("policy", err);
+    int rc =
+        vpLiveParseOptions("policy", "DOMAIN|GLOB... - show or set the vcpuplace policy of domains",
+                           entries, &live, &argc, &argv);
+    if (rc != VP_EXIT_OK)
+        return rc;
     if (argc < 2) {
         fprintf(stderr, "vcpuplace policy: expected a DOMAIN (or several, or a glob)\n");
         return VP_EXIT_ERROR;
@@ -266,6 +264,7 @@ vpCmdPolicy(int argc, char **argv)
     for (gsize i = 0; i < G_N_ELEMENTS(changes); i++)
         run.change |= changes[i].value != NULL;
 
+    g_autoptr(GError) err = NULL;
     g_autoptr(virConnect) conn = vpLiveConnect(&live, &err);
     if (!conn)
         return vpLiveFail("policy", err);
@@ -277,7 +276,7 @@ vpCmdPolicy(int argc, char **argv)
     g_autoptr(JsonArray) out = json_array_new();
     int status = VP_EXIT_OK;
     for (guint i = 0; i < doms->len; i++) {
-        int rc = policyOne(doms->pdata[i], &run, out);
+        rc = policyOne(doms->pdata[i], &run, out);
         if (rc != VP_EXIT_OK && status == VP_EXIT_OK)
             status = rc;
     }

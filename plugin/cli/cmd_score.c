@@ -299,12 +299,10 @@ vpCmdScore(int argc, char **argv)
     g_option_context_set_summary(octx, "Score another placer's outcomes (JSON lines of starts "
                                        "with their CPUs, refusals and stops) with the metrics "
                                        "of `vcpuplace simulate`.");
-    if (!vpCliParseOptions(octx, &opts, "score", &argc, &argv))
+    if (!vpCliParseOptions(octx, NULL, &opts, "score", &argc, &argv))
         return VP_EXIT_ERROR;
-    if (argc != 2) {
-        fprintf(stderr, "vcpuplace score: expected one OUTCOMES.jsonl argument\n");
+    if (!vpCliOneArgument("score", "OUTCOMES.jsonl", argc))
         return VP_EXIT_ERROR;
-    }
     if (!(topo = vpCliLoadTopology(&opts, &error))) {
         vpCliError("score", error);
         return VP_EXIT_ERROR;
