@@ -19,7 +19,6 @@
 #include "cli/trace.h"
 #include "core/jsonkeys.h"
 #include "core/score.h"
-#include "core/jsonparse.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -261,14 +260,7 @@ scoreLine(const char *line, unsigned lineno, gpointer data, GError **error)
     JsonObject *obj;
     const char *op, *name;
 
-    if (!(root = vpJsonParse(line, -1, error)))
-        return FALSE;
-    if (!JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "an outcome must be a JSON object");
-        return FALSE;
-    }
-    obj = json_node_get_object(root);
-    if (!(op = vpTraceGetString(obj, "op", error)) || !(name = vpTraceGetDomain(obj, error)))
+    if (!(obj = vpTraceParseHead(line, "an outcome", &root, &op, &name, error)))
         return FALSE;
     if (!*name) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"domain\" must not be empty");
