@@ -128,12 +128,7 @@ vpCmdCapacity(int argc, char **argv)
     g_option_context_set_summary(octx, "How many more VMs of each shape (vCPUs x smt policy) fit "
                                        "now, on the host and per NUMA node,\nby repeated "
                                        "placement on a copy of the ledger.");
-    vpCliAddHeldOptions(octx, &held);
-    if (!vpCliParseOptions(octx, entries, &opts, "capacity", &argc, &argv))
-        return VP_EXIT_ERROR;
-    if (!vpCliNoArguments("capacity", argc, argv))
-        return VP_EXIT_ERROR;
-    if (!vpCliHeldCheck("capacity", &opts, &held))
+    if (!vpCliParseHeldOptions(octx, entries, &opts, &held, "capacity", &argc, &argv))
         return VP_EXIT_ERROR;
     if (!(counts = shapeCounts(&opts, vcpus_list, &error)) ||
         !vpCliLoadDefaults(&opts, &defaults, &error)) {

@@ -227,12 +227,7 @@ vpCmdTopology(int argc, char **argv)
     int rc;
 
     g_option_context_set_summary(octx, "Draw the host: packages > NUMA > L3 > cores > PUs.");
-    vpCliAddHeldOptions(octx, &held);
-    if (!vpCliParseOptions(octx, entries, &opts, "topology", &argc, &argv))
-        return VP_EXIT_ERROR;
-    if (!vpCliNoArguments("topology", argc, argv))
-        return VP_EXIT_ERROR;
-    if (!vpCliHeldCheck("topology", &opts, &held))
+    if (!vpCliParseHeldOptions(octx, entries, &opts, &held, "topology", &argc, &argv))
         return VP_EXIT_ERROR;
     if ((rc = vpCliLoadHeld("topology", &opts, &held, &topo, &ledger)) != VP_EXIT_OK)
         return rc;

@@ -141,8 +141,8 @@ vpCliLoadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, v
     return TRUE;
 }
 
-void
-vpCliAddHeldOptions(GOptionContext *ctx, vpCliHeldOptions *o)
+static void
+addHeldOptions(GOptionContext *ctx, vpCliHeldOptions *o)
 {
     GOptionEntry entries[] = {
         {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &o->ledger,
@@ -163,8 +163,8 @@ vpCliHeldOptionsClear(vpCliHeldOptions *o)
     g_clear_pointer(&o->socket, g_free);
 }
 
-gboolean
-vpCliHeldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o)
+static gboolean
+heldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o)
 {
     if (!o->live || !(o->ledger || opts->topology || opts->host_cpus || opts->housekeeping))
         return TRUE;
@@ -173,6 +173,15 @@ vpCliHeldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions
             "drop --ledger, --topology, --host-cpus, --housekeeping\n",
             cmd);
     return FALSE;
+}
+
+gboolean
+vpCliParseHeldOptions(GOptionContext *ctx, const GOptionEntry *entries, vpCliOptions *opts,
+                      vpCliHeldOptions *o, const char *cmd, int *argc, char ***argv)
+{
+    addHeldOptions(ctx, o);
+    return vpCliParseOptions(ctx, entries, opts, cmd, argc, argv) &&
+           vpCliNoArguments(cmd, *argc, *argv) && heldCheck(cmd, opts, o);
 }
 
 int

@@ -44,13 +44,13 @@ typedef struct {
     char *socket;  /* --socket, with --live */
 } vpCliHeldOptions;
 
-/* Adds --ledger, --live and --socket to ctx, filling o. */
-void vpCliAddHeldOptions(GOptionContext *ctx, vpCliHeldOptions *o);
 void vpCliHeldOptionsClear(vpCliHeldOptions *o);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpCliHeldOptions, vpCliHeldOptionsClear)
-/* --live takes the topology, CPU sets and ledger from the daemon: FALSE, said for CMD, when
- * options give any of them as well. */
-gboolean vpCliHeldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o);
+/* Parses CMD's argv as vpCliParseOptions does, with --ledger, --live and --socket (filling o)
+ * first; FALSE, said for CMD, when that fails, when an argument is left, or when --live
+ * comes with any of the topology, CPU sets or ledger it takes from the daemon. */
+gboolean vpCliParseHeldOptions(GOptionContext *ctx, const GOptionEntry *entries, vpCliOptions *opts,
+                               vpCliHeldOptions *o, const char *cmd, int *argc, char ***argv);
 /* The daemon's topology and ledger with --live, else opts' topology and --ledger (none: an
  * empty one). Prints an error for CMD and returns its exit code; VP_EXIT_OK when loaded. */
 int vpCliLoadHeld(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o,
