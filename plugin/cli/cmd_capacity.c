@@ -128,15 +128,7 @@ vpCmdCapacity(int argc, char **argv)
     g_option_context_set_summary(octx, "How many more VMs of each shape (vCPUs x smt policy) fit "
                                        "now, on the host and per NUMA node,\nby repeated "
                                        "placement on a copy of the ledger.");
-    vpCliAddHeldOptions(octx, &held);
-    g_option_context_add_main_entries(octx, entries, NULL);
-    if (!vpCliParseOptions(octx, &opts, "capacity", &argc, &argv))
-        return VP_EXIT_ERROR;
-    if (argc != 1) {
-        fprintf(stderr, "vcpuplace capacity: unexpected argument '%s'\n", argv[1]);
-        return VP_EXIT_ERROR;
-    }
-    if (!vpCliHeldCheck("capacity", &opts, &held))
+    if (!vpCliParseHeldOptions(octx, entries, &opts, &held, "capacity", &argc, &argv))
         return VP_EXIT_ERROR;
     if (!(counts = shapeCounts(&opts, vcpus_list, &error)) ||
         !vpCliLoadDefaults(&opts, &defaults, &error)) {

@@ -126,19 +126,16 @@ vpCmdPinConfig(int argc, char **argv)
         {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print the pins as JSON", NULL},
         G_OPTION_ENTRY_NULL,
     };
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("DOMAIN - write the placement into the persistent <cputune>");
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    vpLiveAddOptions(ctx, &live);
-    g_autoptr(GError) err = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !vpLiveResolve(&live, &err))
-        return vpLiveFail("pin-config", err);
-    if (argc != 2) {
-        fprintf(stderr, "vcpuplace pin-config: expected one DOMAIN\n");
+    int rc = vpLiveParseOptions("pin-config",
+                                "DOMAIN - write the placement into the persistent <cputune>",
+                                entries, &live, &argc, &argv);
+    if (rc != VP_EXIT_OK)
+        return rc;
+    if (!vpCliOneArgument("pin-config", "DOMAIN", argc))
         return VP_EXIT_ERROR;
-    }
     const char *name = argv[1];
 
+    g_autoptr(GError) err = NULL;
     g_autoptr(virConnect) conn = vpLiveConnect(&live, &err);
     if (!conn)
         return vpLiveFail("pin-config", err);

@@ -53,13 +53,10 @@ vpCmdPlan(int argc, char **argv)
         octx,
         "Place one domain on a topology without applying it (DOMAIN.xml \"-\": standard input).\n"
         "Exit status: 0 placed, 2 refused by policy, 1 bad input.");
-    g_option_context_add_main_entries(octx, entries, NULL);
-    if (!vpCliParseOptions(octx, &opts, "plan", &argc, &argv))
+    if (!vpCliParseOptions(octx, entries, &opts, "plan", &argc, &argv))
         return VP_EXIT_ERROR;
-    if (argc != 2) {
-        fprintf(stderr, "vcpuplace plan: expected one DOMAIN.xml argument\n");
+    if (!vpCliOneArgument("plan", "DOMAIN.xml", argc))
         return VP_EXIT_ERROR;
-    }
     if (!vpCliCheckMaxMoves("plan", max_moves))
         return VP_EXIT_ERROR;
     compact.max_moves = (unsigned)max_moves;

@@ -42,10 +42,31 @@ readPolicy(virDomainPtr dom, unsigned flags, vpPolicy *policy, gboolean *found, 
     return TRUE;
 }
 
+typedef struct {
+    const char *field;
+    const char *value;
+} vpAttr;
+
+/* The policy's attributes in the schema's order, each with its value (group: NULL when
+ * none), so that the text and the JSON name them alike. */
+#define VP_POLICY_NFIELDS 7
+static void
+policyFields(const vpPolicy *p, vpAttr fields[VP_POLICY_NFIELDS])
+{
+    fields[0] = (vpAttr){"smt", vpSmtName(p->smt)};
+    fields[1] = (vpAttr){"group", p->group};
+    fields[2] = (vpAttr){"coresched", vpCoreschedName(p->coresched)};
+    fields[3] = (vpAttr){"locality", vpLocalityName(p->locality)};
+    fields[4] = (vpAttr){"emulator", vpEmulatorName(p->emulator)};
+    fields[5] = (vpAttr){"rebalance", vpRebalanceName(p->rebalance)};
+    fields[6] = (vpAttr){"unmet", vpUnmetName(p->unmet)};
+}
+
 static JsonNode *
 policyJson(const char *name, const vpPolicy *p, gboolean found, gboolean written)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
+    vpAttr fields[VP_POLICY_NFIELDS];
 
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "domain");
@@ -56,23 +77,14 @@ policyJson(const char *name, const vpPolicy *p, gboolean found, gboolean written
     json_builder_add_boolean_value(b, written);
     json_builder_set_member_name(b, "policy");
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "smt");
-    json_builder_add_string_value(b, vpSmtName(p->smt));
-    json_builder_set_member_name(b, "group");
-    if (p->group)
-        json_builder_add_string_value(b, p->group);
-    else
-        json_builder_add_null_value(b);
-    json_builder_set_member_name(b, "coresched");
-    json_builder_add_string_value(b, vpCoreschedName(p->coresched));
-    json_builder_set_member_name(b, "locality");
-    json_builder_add_string_value(b, vpLocalityName(p->locality));
-    json_builder_set_member_name(b, "emulator");
-    json_builder_add_string_value(b, vpEmulatorName(p->emulator));
-    json_builder_set_member_name(b, "rebalance");
-    json_builder_add_string_value(b, vpRebalanceName(p->rebalance));
-    json_builder_set_member_name(b, "unmet");
-    json_builder_add_string_value(b, vpUnmetName(p->unmet));
+    policyFields(p, fields);
+    for (gsize i = 0; i < G_N_ELEMENTS(fields); i++) {
+        json_builder_set_member_name(b, fields[i].field);
+        if (fields[i].value)
+            json_builder_add_string_value(b, fields[i].value);
+        else
+            json_builder_add_null_value(b);
+    }
     json_builder_end_object(b);
     json_builder_end_object(b);
     return json_builder_get_root(b);
@@ -81,20 +93,18 @@ policyJson(const char *name, const vpPolicy *p, gboolean found, gboolean written
 static void
 printPolicy(const char *name, const vpPolicy *p, gboolean found)
 {
-    printf("%s: smt=%s group=%s coresched=%s locality=%s emulator=%s rebalance=%s unmet=%s%s\n",
-           name, vpSmtName(p->smt), p->group ? p->group : "-", vpCoreschedName(p->coresched),
-           vpLocalityName(p->locality), vpEmulatorName(p->emulator), vpRebalanceName(p->rebalance),
-           vpUnmetName(p->unmet),
+    vpAttr fields[VP_POLICY_NFIELDS];
+
+    policyFields(p, fields);
+    printf("%s:", name);
+    for (gsize i = 0; i < G_N_ELEMENTS(fields); i++)
+        printf(" %s=%s", fields[i].field, fields[i].value ? fields[i].value : "-");
+    printf("%s\n",
            found ? "" : " (no vcpuplace metadata: built-in defaults, the daemon's may differ)");
 }
 
 typedef struct {
-    const char *field;
-    const char *value;
-} vpChange;
-
-typedef struct {
-    const vpChange *changes;
+    const vpAttr *changes;
     gsize nchanges;
     gboolean change; /* any change asked for */
     gboolean only_live, only_config, dry_run, json;
@@ -245,18 +255,16 @@ vpCmdPolicy(int argc, char **argv)
          "print the policy as JSON (in \"domains\" with several domains or a glob)", NULL},
         G_OPTION_ENTRY_NULL,
     };
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("DOMAIN|GLOB... - show or set the vcpuplace policy of domains");
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    vpLiveAddOptions(ctx, &live);
-    g_autoptr(GError) err = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !vpLiveResolve(&live, &err))
-        return vpLiveFail("policy", err);
+    int rc =
+        vpLiveParseOptions("policy", "DOMAIN|GLOB... - show or set the vcpuplace policy of domains",
+                           entries, &live, &argc, &argv);
+    if (rc != VP_EXIT_OK)
+        return rc;
     if (argc < 2) {
         fprintf(stderr, "vcpuplace policy: expected a DOMAIN (or several, or a glob)\n");
         return VP_EXIT_ERROR;
     }
-    const vpChange changes[] = {
+    const vpAttr changes[] = {
         {"smt", smt},           {"group", group},       {"coresched", coresched},
         {"locality", locality}, {"emulator", emulator}, {"rebalance", rebalance},
         {"unmet", unmet},
@@ -266,6 +274,7 @@ vpCmdPolicy(int argc, char **argv)
     for (gsize i = 0; i < G_N_ELEMENTS(changes); i++)
         run.change |= changes[i].value != NULL;
 
+    g_autoptr(GError) err = NULL;
     g_autoptr(virConnect) conn = vpLiveConnect(&live, &err);
     if (!conn)
         return vpLiveFail("policy", err);
@@ -277,7 +286,7 @@ vpCmdPolicy(int argc, char **argv)
     g_autoptr(JsonArray) out = json_array_new();
     int status = VP_EXIT_OK;
     for (guint i = 0; i < doms->len; i++) {
-        int rc = policyOne(doms->pdata[i], &run, out);
+        rc = policyOne(doms->pdata[i], &run, out);
         if (rc != VP_EXIT_OK && status == VP_EXIT_OK)
             status = rc;
     }

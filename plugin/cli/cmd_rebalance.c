@@ -10,13 +10,10 @@
 #include <stdio.h>
 
 static void
-printMoves(JsonArray *moves, gboolean dry)
+printMoves(GPtrArray *moves, gboolean dry)
 {
-    for (guint i = 0; moves && i < json_array_get_length(moves); i++) {
-        JsonNode *en = json_array_get_element(moves, i);
-        if (!JSON_NODE_HOLDS_OBJECT(en))
-            continue;
-        JsonObject *m = json_node_get_object(en);
+    for (guint i = 0; i < moves->len; i++) {
+        JsonObject *m = moves->pdata[i];
         const char *error = json_object_get_string_member_with_default(m, "error", NULL);
         gboolean applied = json_object_get_boolean_member_with_default(m, "applied", FALSE);
         printf("%s: %s vCPU %" G_GINT64_FORMAT ": CPU %" G_GINT64_FORMAT " -> CPU %" G_GINT64_FORMAT
@@ -44,18 +41,15 @@ vpCmdRebalance(int argc, char **argv)
         {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print the daemon's JSON", NULL},
         G_OPTION_ENTRY_NULL,
     };
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("- move waiting vCPUs now, from vcpuplaced's current pressure");
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    vpLiveAddOptions(ctx, &live);
-    g_autoptr(GError) err = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !vpLiveResolve(&live, &err))
-        return vpLiveFail("rebalance", err);
-    if (argc > 1) {
-        fprintf(stderr, "vcpuplace rebalance: unexpected argument '%s'\n", argv[1]);
+    int rc = vpLiveParseOptions("rebalance",
+                                "- move waiting vCPUs now, from vcpuplaced's current pressure",
+                                entries, &live, &argc, &argv);
+    if (rc != VP_EXIT_OK)
+        return rc;
+    if (!vpCliNoArguments("rebalance", argc, argv))
         return VP_EXIT_ERROR;
-    }
 
+    g_autoptr(GError) err = NULL;
     g_autoptr(JsonObject) req = json_object_new();
     json_object_set_string_member(req, "op", "rebalance");
     json_object_set_boolean_member(req, "dry_run", dry);
@@ -63,20 +57,17 @@ vpCmdRebalance(int argc, char **argv)
     if (!reply)
         return vpLiveFail("rebalance", err);
     JsonObject *o = json_node_get_object(reply);
-    JsonArray *moves = vpLiveArray(o, "moves");
+    g_autoptr(GPtrArray) moves = vpLiveEntries(o, "moves");
     JsonArray *notes = vpLiveArray(o, "notes");
     guint failed = 0;
-    for (guint i = 0; !dry && moves && i < json_array_get_length(moves); i++) {
-        JsonNode *en = json_array_get_element(moves, i);
-        failed += JSON_NODE_HOLDS_OBJECT(en) && !json_object_get_boolean_member_with_default(
-                                                    json_node_get_object(en), "applied", FALSE);
-    }
+    for (guint i = 0; !dry && i < moves->len; i++)
+        failed += !json_object_get_boolean_member_with_default(moves->pdata[i], "applied", FALSE);
     if (json) {
         json_object_remove_member(o, "ok");
         vpCliPrintJson(reply);
         return failed ? VP_EXIT_ERROR : VP_EXIT_OK;
     }
-    if (!moves || json_array_get_length(moves) == 0)
+    if (moves->len == 0)
         printf("%s\n", dry ? "nothing would move" : "nothing moved");
     printMoves(moves, dry);
     for (guint i = 0; notes && i < json_array_get_length(notes); i++) {

@@ -19,7 +19,6 @@
 #include "cli/trace.h"
 #include "core/jsonkeys.h"
 #include "core/score.h"
-#include "core/jsonparse.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -261,14 +260,7 @@ scoreLine(const char *line, unsigned lineno, gpointer data, GError **error)
     JsonObject *obj;
     const char *op, *name;
 
-    if (!(root = vpJsonParse(line, -1, error)))
-        return FALSE;
-    if (!JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "an outcome must be a JSON object");
-        return FALSE;
-    }
-    obj = json_node_get_object(root);
-    if (!(op = vpTraceGetString(obj, "op", error)) || !(name = vpTraceGetDomain(obj, error)))
+    if (!(obj = vpTraceParseHead(line, "an outcome", &root, &op, &name, error)))
         return FALSE;
     if (!*name) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "\"domain\" must not be empty");
@@ -299,12 +291,10 @@ vpCmdScore(int argc, char **argv)
     g_option_context_set_summary(octx, "Score another placer's outcomes (JSON lines of starts "
                                        "with their CPUs, refusals and stops) with the metrics "
                                        "of `vcpuplace simulate`.");
-    if (!vpCliParseOptions(octx, &opts, "score", &argc, &argv))
+    if (!vpCliParseOptions(octx, NULL, &opts, "score", &argc, &argv))
         return VP_EXIT_ERROR;
-    if (argc != 2) {
-        fprintf(stderr, "vcpuplace score: expected one OUTCOMES.jsonl argument\n");
+    if (!vpCliOneArgument("score", "OUTCOMES.jsonl", argc))
         return VP_EXIT_ERROR;
-    }
     if (!(topo = vpCliLoadTopology(&opts, &error))) {
         vpCliError("score", error);
         return VP_EXIT_ERROR;

@@ -256,13 +256,10 @@ vpCmdSimulate(int argc, char **argv)
 
     g_option_context_set_summary(octx, "Replay a JSON-lines trace of starts and stops through "
                                        "the placer, and score the result.");
-    g_option_context_add_main_entries(octx, entries, NULL);
-    if (!vpCliParseOptions(octx, &opts, "simulate", &argc, &argv))
+    if (!vpCliParseOptions(octx, entries, &opts, "simulate", &argc, &argv))
         return VP_EXIT_ERROR;
-    if (argc != 2) {
-        fprintf(stderr, "vcpuplace simulate: expected one TRACE.jsonl argument\n");
+    if (!vpCliOneArgument("simulate", "TRACE.jsonl", argc))
         return VP_EXIT_ERROR;
-    }
     if (!vpCliCheckMaxMoves("simulate", max_moves))
         return VP_EXIT_ERROR;
     if (!vpCliLoadDefaults(&opts, &defaults, &error) ||

@@ -33,13 +33,9 @@ printAdmission(JsonObject *o)
     printf("admission moves: %s made, %s starts' moves refused by libvirt (at most %s per "
            "start)\n",
            made, failed, max);
-    JsonNode *rn = json_object_get_member(ad, "recent");
-    JsonArray *recent = rn && JSON_NODE_HOLDS_ARRAY(rn) ? json_node_get_array(rn) : NULL;
-    for (guint i = 0; recent && i < json_array_get_length(recent); i++) {
-        JsonNode *en = json_array_get_element(recent, i);
-        if (!JSON_NODE_HOLDS_OBJECT(en))
-            continue;
-        JsonObject *m = json_node_get_object(en);
+    g_autoptr(GPtrArray) recent = vpLiveEntries(ad, "recent");
+    for (guint i = 0; i < recent->len; i++) {
+        JsonObject *m = recent->pdata[i];
         g_autofree char *vcpu = vpLiveIntText(m, "vcpu");
         g_autofree char *from = vpLiveIntText(m, "from");
         g_autofree char *to = vpLiveIntText(m, "to");
@@ -79,22 +75,50 @@ printCookies(JsonObject *dom)
            json_object_get_boolean_member_with_default(cs, "kept", FALSE) ? " (kept)" : "");
     if (reason)
         printf("  cookies: %s\n", reason);
-    JsonNode *tn = json_object_get_member(cs, "threads");
-    JsonArray *a = tn && JSON_NODE_HOLDS_ARRAY(tn) ? json_node_get_array(tn) : NULL;
-    if (!a || json_array_get_length(a) == 0)
+    g_autoptr(GPtrArray) threads = vpLiveEntries(cs, "threads");
+    if (threads->len == 0)
         return;
     printf("  %-8s %-16s %-22s %-12s %s\n", "TID", "thread", "expected", "actual", "state");
-    for (guint i = 0; i < json_array_get_length(a); i++) {
-        JsonNode *en = json_array_get_element(a, i);
-        if (!JSON_NODE_HOLDS_OBJECT(en))
-            continue;
-        JsonObject *t = json_node_get_object(en);
+    for (guint i = 0; i < threads->len; i++) {
+        JsonObject *t = threads->pdata[i];
         g_autofree char *tid = vpLiveIntText(t, "tid");
         g_autofree char *expected = g_strdup_printf(
             "%s%s%s%s", str(t, "expected", "-"), str(t, "expected_id", NULL) ? " (" : "",
             str(t, "expected_id", ""), str(t, "expected_id", NULL) ? ")" : "");
         printf("  %-8s %-16s %-22s %-12s %s\n", tid, str(t, "name", "?"), expected,
                str(t, "actual", "-"), str(t, "state", "?"));
+    }
+}
+
+/* "  " and the cells, each but the last padded to 5 */
+static void
+printCells(const char *const *cells, guint n)
+{
+    printf("  ");
+    for (guint i = 0; i < n; i++)
+        printf(i + 1 < n ? "%-5s " : "%s\n", cells[i]);
+}
+
+/* vCPU -> CPU with its core, L3 and NUMA node and the thread, a line each; nothing when the
+ * daemon sent no "vcpus". */
+static void
+printVcpus(JsonObject *dom)
+{
+    static const char *const titles[] = {"vCPU", "CPU", "core", "L3", "NUMA", "TID"};
+    static const char *const members[] = {"vcpu", "cpu", "core", "l3", "numa", "tid"};
+    G_STATIC_ASSERT(G_N_ELEMENTS(titles) == G_N_ELEMENTS(members));
+
+    if (!vpLiveArray(dom, "vcpus"))
+        return;
+    printCells(titles, G_N_ELEMENTS(titles));
+    g_autoptr(GPtrArray) vcpus = vpLiveEntries(dom, "vcpus");
+    for (guint i = 0; i < vcpus->len; i++) {
+        char *cells[G_N_ELEMENTS(members)];
+        for (guint k = 0; k < G_N_ELEMENTS(members); k++)
+            cells[k] = vpLiveIntText(vcpus->pdata[i], members[k]);
+        printCells((const char *const *)cells, G_N_ELEMENTS(cells));
+        for (guint k = 0; k < G_N_ELEMENTS(cells); k++)
+            g_free(cells[k]);
     }
 }
 
@@ -113,24 +137,7 @@ printDomain(JsonObject *dom)
     const char *level = str(dom, "level", NULL);
     if (level)
         printf("  level: %s\n", level);
-    JsonNode *vn = json_object_get_member(dom, "vcpus");
-    if (vn && JSON_NODE_HOLDS_ARRAY(vn)) {
-        JsonArray *a = json_node_get_array(vn);
-        printf("  %-5s %-5s %-5s %-5s %-5s %s\n", "vCPU", "CPU", "core", "L3", "NUMA", "TID");
-        for (guint i = 0; i < json_array_get_length(a); i++) {
-            JsonNode *en = json_array_get_element(a, i);
-            if (!JSON_NODE_HOLDS_OBJECT(en))
-                continue;
-            JsonObject *e = json_node_get_object(en);
-            g_autofree char *vcpu = vpLiveIntText(e, "vcpu");
-            g_autofree char *cpu = vpLiveIntText(e, "cpu");
-            g_autofree char *core = vpLiveIntText(e, "core");
-            g_autofree char *l3 = vpLiveIntText(e, "l3");
-            g_autofree char *numa = vpLiveIntText(e, "numa");
-            g_autofree char *tid = vpLiveIntText(e, "tid");
-            printf("  %-5s %-5s %-5s %-5s %-5s %s\n", vcpu, cpu, core, l3, numa, tid);
-        }
-    }
+    printVcpus(dom);
     printf("  emulator: %s  reserved idle: %s\n", str(dom, "emulator", "-"),
            str(dom, "reserved", "-"));
     printCookies(dom);
@@ -150,17 +157,16 @@ vpCmdStatus(int argc, char **argv)
         {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print the daemon's JSON", NULL},
         G_OPTION_ENTRY_NULL,
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("[DOMAIN] - placement of managed domains");
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    vpLiveAddOptions(ctx, &live);
-    g_autoptr(GError) err = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !vpLiveResolve(&live, &err))
-        return vpLiveFail("status", err);
+    int rc = vpLiveParseOptions("status", "[DOMAIN] - placement of managed domains", entries, &live,
+                                &argc, &argv);
+    if (rc != VP_EXIT_OK)
+        return rc;
     if (argc > 2) {
         fprintf(stderr, "vcpuplace status: one DOMAIN at most\n");
         return VP_EXIT_ERROR;
     }
 
+    g_autoptr(GError) err = NULL;
     g_autoptr(JsonObject) req = json_object_new();
     json_object_set_string_member(req, "op", "status");
     if (argc == 2)
@@ -191,14 +197,10 @@ vpCmdStatus(int argc, char **argv)
                str(hp, "qemu_events", "-"), poll);
     }
     printAdmission(o);
-    JsonNode *dn = json_object_get_member(o, "domains");
-    JsonArray *doms = dn && JSON_NODE_HOLDS_ARRAY(dn) ? json_node_get_array(dn) : NULL;
-    if (!doms || json_array_get_length(doms) == 0)
+    g_autoptr(GPtrArray) doms = vpLiveEntries(o, "domains");
+    if (doms->len == 0)
         printf("no managed domains\n");
-    for (guint i = 0; doms && i < json_array_get_length(doms); i++) {
-        JsonNode *en = json_array_get_element(doms, i);
-        if (JSON_NODE_HOLDS_OBJECT(en))
-            printDomain(json_node_get_object(en));
-    }
+    for (guint i = 0; i < doms->len; i++)
+        printDomain(doms->pdata[i]);
     return VP_EXIT_OK;
 }

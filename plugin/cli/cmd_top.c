@@ -31,14 +31,11 @@ printTable(JsonObject *o)
            " intervals measured, %" G_GINT64_FORMAT " moves\n",
            json_object_get_string_member_with_default(o, "mode", "?"), dbl(o, "interval_s"),
            (gint64)dbl(o, "intervals"), (gint64)dbl(o, "moves_total"));
-    JsonArray *vcpus = vpLiveArray(o, "vcpus");
+    g_autoptr(GPtrArray) vcpus = vpLiveEntries(o, "vcpus");
     printf("%-24s %4s %4s %8s %6s %6s %9s %5s\n", "DOMAIN", "VCPU", "CPU", "TID", "RUN%", "WAIT%",
            "WAKEUPS/S", "MOVES");
-    for (guint i = 0; vcpus && i < json_array_get_length(vcpus); i++) {
-        JsonNode *en = json_array_get_element(vcpus, i);
-        if (!JSON_NODE_HOLDS_OBJECT(en))
-            continue;
-        JsonObject *e = json_node_get_object(en);
+    for (guint i = 0; i < vcpus->len; i++) {
+        JsonObject *e = vcpus->pdata[i];
         g_autofree char *vcpu = vpLiveIntText(e, "vcpu");
         g_autofree char *cpu = vpLiveIntText(e, "cpu");
         g_autofree char *tid = vpLiveIntText(e, "tid");
@@ -48,15 +45,12 @@ printTable(JsonObject *o)
                dbl(e, "run") * 100, dbl(e, "wait") * 100, dbl(e, "wakeups"), moves,
                dbl(e, "time_shared") > 1 ? "  (CPU time-shared)" : "");
     }
-    if (!vcpus || json_array_get_length(vcpus) == 0)
+    if (vcpus->len == 0)
         printf("(no vCPU measured yet)\n");
-    JsonArray *cpus = vpLiveArray(o, "cpus");
+    g_autoptr(GPtrArray) cpus = vpLiveEntries(o, "cpus");
     printf("%-4s %6s %6s  %s\n", "CPU", "BUSY%", "WAIT%", "STATE");
-    for (guint i = 0; cpus && i < json_array_get_length(cpus); i++) {
-        JsonNode *en = json_array_get_element(cpus, i);
-        if (!JSON_NODE_HOLDS_OBJECT(en))
-            continue;
-        JsonObject *e = json_node_get_object(en);
+    for (guint i = 0; i < cpus->len; i++) {
+        JsonObject *e = cpus->pdata[i];
         g_autofree char *cpu = vpLiveIntText(e, "cpu");
         const char *state = json_object_get_boolean_member_with_default(e, "hot", FALSE)    ? "hot"
                             : json_object_get_boolean_member_with_default(e, "idle", FALSE) ? "idle"
@@ -137,17 +131,12 @@ vpCmdTop(int argc, char **argv)
          "the daemon's JSON (pretty with --once, else one line per refresh)", NULL},
         G_OPTION_ENTRY_NULL,
     };
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("- vcpuplaced's per-vCPU run, wait and wakeups, live");
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    vpLiveAddOptions(ctx, &live);
-    g_autoptr(GError) err = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !vpLiveResolve(&live, &err))
-        return vpLiveFail("top", err);
-    if (argc > 1) {
-        fprintf(stderr, "vcpuplace top: unexpected argument '%s'\n", argv[1]);
+    int rc = vpLiveParseOptions("top", "- vcpuplaced's per-vCPU run, wait and wakeups, live",
+                                entries, &live, &argc, &argv);
+    if (rc != VP_EXIT_OK)
+        return rc;
+    if (!vpCliNoArguments("top", argc, argv))
         return VP_EXIT_ERROR;
-    }
 
     vpTop t = {.socket = live.socket, .json = json, .tty = isatty(STDOUT_FILENO)};
     if (!show(&t, once))
@@ -174,16 +163,13 @@ int
 vpCmdMetrics(int argc, char **argv)
 {
     g_auto(vpLiveOptions) live = {0};
-    g_autoptr(GOptionContext) ctx =
-        g_option_context_new("- vcpuplaced's metrics in Prometheus text format");
-    vpLiveAddOptions(ctx, &live);
-    g_autoptr(GError) err = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &err) || !vpLiveResolve(&live, &err))
-        return vpLiveFail("metrics", err);
-    if (argc > 1) {
-        fprintf(stderr, "vcpuplace metrics: unexpected argument '%s'\n", argv[1]);
+    int rc = vpLiveParseOptions("metrics", "- vcpuplaced's metrics in Prometheus text format", NULL,
+                                &live, &argc, &argv);
+    if (rc != VP_EXIT_OK)
+        return rc;
+    if (!vpCliNoArguments("metrics", argc, argv))
         return VP_EXIT_ERROR;
-    }
+    g_autoptr(GError) err = NULL;
     g_autoptr(JsonObject) req = json_object_new();
     json_object_set_string_member(req, "op", "metrics");
     g_autoptr(JsonNode) reply = vpClientCall(live.socket, req, &err);

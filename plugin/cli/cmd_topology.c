@@ -227,15 +227,7 @@ vpCmdTopology(int argc, char **argv)
     int rc;
 
     g_option_context_set_summary(octx, "Draw the host: packages > NUMA > L3 > cores > PUs.");
-    vpCliAddHeldOptions(octx, &held);
-    g_option_context_add_main_entries(octx, entries, NULL);
-    if (!vpCliParseOptions(octx, &opts, "topology", &argc, &argv))
-        return VP_EXIT_ERROR;
-    if (argc != 1) {
-        fprintf(stderr, "vcpuplace topology: unexpected argument '%s'\n", argv[1]);
-        return VP_EXIT_ERROR;
-    }
-    if (!vpCliHeldCheck("topology", &opts, &held))
+    if (!vpCliParseHeldOptions(octx, entries, &opts, &held, "topology", &argc, &argv))
         return VP_EXIT_ERROR;
     if ((rc = vpCliLoadHeld("topology", &opts, &held, &topo, &ledger)) != VP_EXIT_OK)
         return rc;

@@ -37,16 +37,37 @@ addOptions(GOptionContext *ctx, vpCliOptions *opts)
 }
 
 gboolean
-vpCliParseOptions(GOptionContext *ctx, vpCliOptions *opts, const char *cmd, int *argc, char ***argv)
+vpCliParseOptions(GOptionContext *ctx, const GOptionEntry *entries, vpCliOptions *opts,
+                  const char *cmd, int *argc, char ***argv)
 {
     g_autoptr(GError) error = NULL;
 
+    if (entries)
+        g_option_context_add_main_entries(ctx, entries, NULL);
     addOptions(ctx, opts);
     if (!g_option_context_parse(ctx, argc, argv, &error)) {
         vpCliError(cmd, error);
         return FALSE;
     }
     return TRUE;
+}
+
+gboolean
+vpCliNoArguments(const char *cmd, int argc, char **argv)
+{
+    if (argc <= 1)
+        return TRUE;
+    fprintf(stderr, "vcpuplace %s: unexpected argument '%s'\n", cmd, argv[1]);
+    return FALSE;
+}
+
+gboolean
+vpCliOneArgument(const char *cmd, const char *what, int argc)
+{
+    if (argc == 2)
+        return TRUE;
+    fprintf(stderr, "vcpuplace %s: expected one %s argument\n", cmd, what);
+    return FALSE;
 }
 
 gboolean
@@ -85,6 +106,19 @@ out:
     return topo;
 }
 
+vpConf *
+vpCliConfLoad(const char *path, gboolean missing_ok, GError **error)
+{
+    char *why = NULL;
+    vpConf *conf = vpConfLoad(path, missing_ok, &why);
+
+    if (!conf) {
+        g_set_error_literal(error, VP_ERROR, VP_ERROR_INVALID, why ? why : "out of memory");
+        free(why);
+    }
+    return conf;
+}
+
 char *
 vpCliConfValue(const vpCliOptions *opts, const char *group, const char *key, GError **error)
 {
@@ -95,13 +129,9 @@ vpCliConfValue(const vpCliOptions *opts, const char *group, const char *key, GEr
         }
         return NULL;
     }
-    char *why = NULL;
-    vpConf *conf = vpConfLoad(opts->config, false, &why);
-    if (!conf) {
-        g_set_error_literal(error, VP_ERROR, VP_ERROR_INVALID, why ? why : "out of memory");
-        free(why);
+    vpConf *conf = vpCliConfLoad(opts->config, FALSE, error);
+    if (!conf)
         return NULL;
-    }
     char *value = g_strdup(vpConfGet(conf, group, key));
     vpConfFree(conf);
     return value;
@@ -113,13 +143,9 @@ vpCliLoadDefaults(const vpCliOptions *opts, vpPolicy *defaults, GError **error)
     vpPolicyInitDefaults(defaults);
     if (!opts->config)
         return TRUE;
-    char *why = NULL;
-    vpConf *conf = vpConfLoad(opts->config, false, &why);
-    if (!conf) {
-        g_set_error_literal(error, VP_ERROR, VP_ERROR_INVALID, why ? why : "out of memory");
-        free(why);
+    vpConf *conf = vpCliConfLoad(opts->config, FALSE, error);
+    if (!conf)
         return FALSE;
-    }
     gboolean ok = TRUE;
     for (size_t i = 0; ok && i < vpConfCount(conf, "policy"); i++) {
         const char *key, *value;

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include "conf/conf.h"
 #include "core/ledger.h"
 #include "core/policy.h"
 #include "core/topology.h"
@@ -19,15 +20,23 @@ typedef struct {
     gboolean json;
 } vpCliOptions;
 
-/* Adds the options for the fields above to ctx's own (bound to opts), after the command's,
- * and parses argv; an error is printed as "vcpuplace CMD: message". -c is --connect in every
- * command that talks to libvirt, as in virsh, so --config has no short form. */
-gboolean vpCliParseOptions(GOptionContext *ctx, vpCliOptions *opts, const char *cmd, int *argc,
-                           char ***argv);
+/* Adds the command's entries (NULL: none), then the options for the fields above (bound to
+ * opts) to ctx, and parses argv; an error is printed as "vcpuplace CMD: message". -c is
+ * --connect in every command that talks to libvirt, as in virsh, so --config has no short
+ * form. */
+gboolean vpCliParseOptions(GOptionContext *ctx, const GOptionEntry *entries, vpCliOptions *opts,
+                           const char *cmd, int *argc, char ***argv);
+/* FALSE, said for CMD, when argv still holds an argument after the command's name. */
+gboolean vpCliNoArguments(const char *cmd, int argc, char **argv);
+/* FALSE, said for CMD as "expected one WHAT argument", unless argv holds exactly one. */
+gboolean vpCliOneArgument(const char *cmd, const char *what, int argc);
 /* --max-moves is within 0..64; else says so for CMD. */
 gboolean vpCliCheckMaxMoves(const char *cmd, gint max_moves);
 vpTopology *vpCliLoadTopology(const vpCliOptions *opts, GError **error);
 gboolean vpCliLoadDefaults(const vpCliOptions *opts, vpPolicy *defaults, GError **error);
+/* vcpuplaced's own reader of its configuration file, so that the CLI refuses the files the
+ * daemon refuses; NULL with error (the reader's message) when it does. */
+vpConf *vpCliConfLoad(const char *path, gboolean missing_ok, GError **error);
 /* A key's value in the --config file, else the table's default (caller frees; NULL with
  * error when the file is bad, NULL without when the key has no value). */
 char *vpCliConfValue(const vpCliOptions *opts, const char *group, const char *key, GError **error);

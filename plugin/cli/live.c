@@ -13,10 +13,9 @@
 
 #include <libvirt/virterror.h>
 #include <stdio.h>
-#include <stdlib.h>
 
-void
-vpLiveAddOptions(GOptionContext *ctx, vpLiveOptions *o)
+static void
+addOptions(GOptionContext *ctx, vpLiveOptions *o)
 {
     GOptionEntry entries[] = {
         {"config", 0, 0, G_OPTION_ARG_FILENAME, &o->config,
@@ -29,25 +28,36 @@ vpLiveAddOptions(GOptionContext *ctx, vpLiveOptions *o)
     g_option_context_add_main_entries(ctx, entries, NULL);
 }
 
-gboolean
-vpLiveResolve(vpLiveOptions *o, GError **error)
+static gboolean
+resolve(vpLiveOptions *o, GError **error)
 {
     if (o->socket && o->uri)
         return TRUE;
-    /* The daemon's reader: the CLI refuses the files vcpuplaced refuses. */
-    char *why = NULL;
-    vpConf *conf = vpConfLoad(o->config ? o->config : VP_DEFAULT_CONFIG, o->config == NULL, &why);
-    if (!conf) {
-        g_set_error_literal(error, VP_ERROR, VP_ERROR_INVALID, why ? why : "out of memory");
-        free(why);
+    vpConf *conf =
+        vpCliConfLoad(o->config ? o->config : VP_DEFAULT_CONFIG, o->config == NULL, error);
+    if (!conf)
         return FALSE;
-    }
     if (!o->socket)
         o->socket = g_strdup(vpConfGet(conf, "daemon", "socket"));
     if (!o->uri)
         o->uri = g_strdup(vpConfGet(conf, "daemon", "uri"));
     vpConfFree(conf);
     return TRUE;
+}
+
+int
+vpLiveParseOptions(const char *cmd, const char *parameters, const GOptionEntry *entries,
+                   vpLiveOptions *o, int *argc, char ***argv)
+{
+    g_autoptr(GOptionContext) ctx = g_option_context_new(parameters);
+    g_autoptr(GError) error = NULL;
+
+    if (entries)
+        g_option_context_add_main_entries(ctx, entries, NULL);
+    addOptions(ctx, o);
+    if (!g_option_context_parse(ctx, argc, argv, &error) || !resolve(o, &error))
+        return vpLiveFail(cmd, error);
+    return VP_EXIT_OK;
 }
 
 void
@@ -106,7 +116,7 @@ vpCliLoadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, v
     JsonObject *o;
     JsonNode *lnode;
 
-    if (!vpLiveResolve(&live, error))
+    if (!resolve(&live, error))
         return FALSE;
     json_object_set_string_member(req, "op", "topology");
     if (!(reply = vpClientCall(live.socket, req, error)))
@@ -131,8 +141,8 @@ vpCliLoadLive(const vpCliOptions *opts, const char *socket, vpTopology **topo, v
     return TRUE;
 }
 
-void
-vpCliAddHeldOptions(GOptionContext *ctx, vpCliHeldOptions *o)
+static void
+addHeldOptions(GOptionContext *ctx, vpCliHeldOptions *o)
 {
     GOptionEntry entries[] = {
         {"ledger", 'l', 0, G_OPTION_ARG_FILENAME, &o->ledger,
@@ -153,8 +163,8 @@ vpCliHeldOptionsClear(vpCliHeldOptions *o)
     g_clear_pointer(&o->socket, g_free);
 }
 
-gboolean
-vpCliHeldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o)
+static gboolean
+heldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o)
 {
     if (!o->live || !(o->ledger || opts->topology || opts->host_cpus || opts->housekeeping))
         return TRUE;
@@ -163,6 +173,15 @@ vpCliHeldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions
             "drop --ledger, --topology, --host-cpus, --housekeeping\n",
             cmd);
     return FALSE;
+}
+
+gboolean
+vpCliParseHeldOptions(GOptionContext *ctx, const GOptionEntry *entries, vpCliOptions *opts,
+                      vpCliHeldOptions *o, const char *cmd, int *argc, char ***argv)
+{
+    addHeldOptions(ctx, o);
+    return vpCliParseOptions(ctx, entries, opts, cmd, argc, argv) &&
+           vpCliNoArguments(cmd, *argc, *argv) && heldCheck(cmd, opts, o);
 }
 
 int
@@ -198,6 +217,20 @@ vpLiveArray(JsonObject *o, const char *member)
 {
     JsonNode *n = json_object_get_member(o, member);
     return n && JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
+}
+
+GPtrArray *
+vpLiveEntries(JsonObject *o, const char *member)
+{
+    JsonArray *a = vpLiveArray(o, member);
+    GPtrArray *out = g_ptr_array_new();
+
+    for (guint i = 0; a && i < json_array_get_length(a); i++) {
+        JsonNode *n = json_array_get_element(a, i);
+        if (JSON_NODE_HOLDS_OBJECT(n))
+            g_ptr_array_add(out, json_node_get_object(n));
+    }
+    return out;
 }
 
 JsonObject *

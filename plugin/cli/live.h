@@ -17,11 +17,12 @@ typedef struct {
     char *uri;
 } vpLiveOptions;
 
-/* Adds --config, --socket and --connect to ctx, filling o. */
-void vpLiveAddOptions(GOptionContext *ctx, vpLiveOptions *o);
-/* Fills what the options left out from the configuration file (a missing default file
- * means built-in defaults). */
-gboolean vpLiveResolve(vpLiveOptions *o, GError **error);
+/* Parses CMD's argv (PARAMETERS: its --help line) with its entries (NULL: none), then
+ * --config, --socket and --connect (filling o), and fills what the options left out from
+ * the configuration file (a missing default file means built-in defaults). Prints an error
+ * for CMD and returns its exit code; VP_EXIT_OK when parsed. */
+int vpLiveParseOptions(const char *cmd, const char *parameters, const GOptionEntry *entries,
+                       vpLiveOptions *o, int *argc, char ***argv);
 void vpLiveClear(vpLiveOptions *o);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpLiveOptions, vpLiveClear)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virConnect, virConnectClose)
@@ -43,13 +44,13 @@ typedef struct {
     char *socket;  /* --socket, with --live */
 } vpCliHeldOptions;
 
-/* Adds --ledger, --live and --socket to ctx, filling o. */
-void vpCliAddHeldOptions(GOptionContext *ctx, vpCliHeldOptions *o);
 void vpCliHeldOptionsClear(vpCliHeldOptions *o);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vpCliHeldOptions, vpCliHeldOptionsClear)
-/* --live takes the topology, CPU sets and ledger from the daemon: FALSE, said for CMD, when
- * options give any of them as well. */
-gboolean vpCliHeldCheck(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o);
+/* Parses CMD's argv as vpCliParseOptions does, with --ledger, --live and --socket (filling o)
+ * first; FALSE, said for CMD, when that fails, when an argument is left, or when --live
+ * comes with any of the topology, CPU sets or ledger it takes from the daemon. */
+gboolean vpCliParseHeldOptions(GOptionContext *ctx, const GOptionEntry *entries, vpCliOptions *opts,
+                               vpCliHeldOptions *o, const char *cmd, int *argc, char ***argv);
 /* The daemon's topology and ledger with --live, else opts' topology and --ledger (none: an
  * empty one). Prints an error for CMD and returns its exit code; VP_EXIT_OK when loaded. */
 int vpCliLoadHeld(const char *cmd, const vpCliOptions *opts, const vpCliHeldOptions *o,
@@ -61,6 +62,9 @@ int vpLiveFail(const char *cmd, const GError *error);
 /* Members of a daemon reply, read leniently for display: NULL (or "-") when absent or of
  * another type, since a newer daemon may send what this client does not know. */
 JsonArray *vpLiveArray(JsonObject *o, const char *member);
+/* The entries of an array member that are objects, in order (borrowed from o; empty when
+ * the member is absent or not an array). */
+GPtrArray *vpLiveEntries(JsonObject *o, const char *member);
 JsonObject *vpLiveObject(JsonObject *o, const char *member);
 /* An integer member as text, "-" when absent or not an integer (caller frees). */
 char *vpLiveIntText(JsonObject *o, const char *member);

@@ -126,6 +126,24 @@ parseStart(JsonObject *obj, const vpPolicy *defaults, vpTraceEvent *ev, GError *
     return TRUE;
 }
 
+JsonObject *
+vpTraceParseHead(const char *line, const char *what, JsonNode **root, const char **op,
+                 const char **name, GError **error)
+{
+    JsonObject *obj;
+
+    if (!(*root = vpJsonParse(line, -1, error)))
+        return NULL;
+    if (!JSON_NODE_HOLDS_OBJECT(*root)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s must be a JSON object", what);
+        return NULL;
+    }
+    obj = json_node_get_object(*root);
+    if (!(*op = vpTraceGetString(obj, "op", error)) || !(*name = vpTraceGetDomain(obj, error)))
+        return NULL;
+    return obj;
+}
+
 gboolean
 vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev, GError **error)
 {
@@ -134,14 +152,7 @@ vpTraceParseLine(const char *line, const vpPolicy *defaults, vpTraceEvent *ev, G
     const char *op, *name;
 
     memset(ev, 0, sizeof(*ev));
-    if (!(root = vpJsonParse(line, -1, error)))
-        return FALSE;
-    if (!JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "an event must be a JSON object");
-        return FALSE;
-    }
-    obj = json_node_get_object(root);
-    if (!(op = vpTraceGetString(obj, "op", error)) || !(name = vpTraceGetDomain(obj, error)))
+    if (!(obj = vpTraceParseHead(line, "an event", &root, &op, &name, error)))
         return FALSE;
     if (!validName(name)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,

@@ -39,3 +39,8 @@ const char *vpTraceGetString(JsonObject *obj, const char *key, GError **error);
 /* The event's domain: "domain", or "name" as traces said before the JSON format 1; not
  * both. */
 const char *vpTraceGetDomain(JsonObject *obj, GError **error);
+/* A line's object with its "op" and its domain (vpTraceGetDomain); NULL with error, "WHAT
+ * must be a JSON object" when the line is JSON of another kind. *root takes the parsed
+ * line, which the caller frees. */
+JsonObject *vpTraceParseHead(const char *line, const char *what, JsonNode **root, const char **op,
+                             const char **name, GError **error);

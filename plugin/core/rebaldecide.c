@@ -457,6 +457,8 @@ gatherDecision(const Ctx *ctx, const vpPlan *plan, const Cand *c, Decision *d)
 static char *
 describe(const Ctx *ctx, const vpPlan *plan, const Cand *c, const Decision *d, const char *coupling)
 {
+    /* a vCPU the pressure has no figures for yet reads as all zero */
+    static const vpVcpuPressure unmeasured = {0};
     const vpVcpuPressure *vp = vpPressureVcpu(ctx->p, c->domain, c->vcpu);
     const vpPUPressure *pp = vpPressurePU(ctx->p, c->pu);
     const vpCorePressure *cp = vpPressureCore(ctx->p, vpRbCoreOf(ctx, c->pu));
@@ -464,21 +466,23 @@ describe(const Ctx *ctx, const vpPlan *plan, const Cand *c, const Decision *d, c
     int tcore = vpRbCoreOf(ctx, d->to[0]);
     const vpCore *tc = vpTopologyCore(ctx->topo, tcore);
 
+    if (!vp)
+        vp = &unmeasured;
     if (c->trig == TRIG_WAIT)
         g_string_append_printf(s,
                                "CPU %u hot for %u intervals: vCPU %d of '%s' waits %.1f%% of "
                                "the time (runs %.1f%%, %.0f wakeups/s), other load on CPU %u "
                                "%.1f%%",
                                vpRbOsOf(ctx, c->pu), pp->hot_streak, c->vcpu, c->domain,
-                               vp ? vp->wait * 100 : 0, vp ? vp->run * 100 : 0,
-                               vp ? vp->wakeups : 0, vpRbOsOf(ctx, c->pu), pp->other * 100);
+                               vp->wait * 100, vp->run * 100, vp->wakeups, vpRbOsOf(ctx, c->pu),
+                               pp->other * 100);
     else
         g_string_append_printf(s,
                                "core of CPU %u contended for %u intervals: vCPU %d of '%s' "
                                "co-runs with foreign load %.1f%% of the time, forced idle "
                                "%.1f%% (core: %.1f%% + %.1f%%)",
                                vpRbOsOf(ctx, c->pu), cp->contended_streak, c->vcpu, c->domain,
-                               vp ? vp->corun_foreign * 100 : 0, vp ? vp->forceidle * 100 : 0,
+                               vp->corun_foreign * 100, vp->forceidle * 100,
                                cp->corun_foreign * 100, cp->forceidle * 100);
     if (vpLedgerNOwners(ctx->ledger, c->pu) > 1)
         g_string_append_printf(s, "; CPU %u is time-shared by %u vCPUs (smt=share overcommit)",

@@ -109,6 +109,23 @@ printf '%s\n' '{"op":"start","domain":"d1","vcpus":2,"smt":"spread","cpus":[0,2]
   '{"op":"stop","domain":"d1"}' >"$tmp/dom-outcomes.jsonl"
 check "outcomes: domain" 0 "placed" "$cli" score --topology "$topo" "$tmp/dom-outcomes.jsonl"
 check "unknown command" 1 "unknown command 'frobnicate'" "$cli" frobnicate
+# Argument counts, checked by every command the same way before anything is loaded or asked;
+# the live commands' own steps first (--socket and --connect given: no configuration read).
+live=(--socket "$tmp/no.sock" --connect test:///default)
+check "plan: no argument" 1 "vcpuplace plan: expected one DOMAIN.xml argument" "$cli" plan
+check "score: two arguments" 1 "vcpuplace score: expected one OUTCOMES.jsonl argument" \
+  "$cli" score a b
+check "pin-config: two domains" 1 "vcpuplace pin-config: expected one DOMAIN argument" \
+  "$cli" pin-config "${live[@]}" a b
+check "capacity: an argument" 1 "vcpuplace capacity: unexpected argument 'x'" \
+  "$cli" capacity --topology "$topo" x
+check "top: an argument" 1 "vcpuplace top: unexpected argument 'x'" "$cli" top "${live[@]}" x
+check "metrics: bad option" 1 "vcpuplace metrics: Unknown option --frob" \
+  "$cli" metrics "${live[@]}" --frob
+check "status: configuration missing" 1 "vcpuplace status: cannot read configuration $tmp/none.conf" \
+  "$cli" status --config "$tmp/none.conf"
+check "topology: --live with --ledger" 1 "vcpuplace topology: --live takes the topology" \
+  "$cli" topology --live --ledger "$tmp/l.json"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
