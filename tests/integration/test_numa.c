@@ -258,6 +258,51 @@ START_TEST(test_placement_auto_memory_follows)
 }
 END_TEST
 
+/* placement='auto' in strict mode, libvirt's default: libvirt binds the memory to numad's
+ * nodeset when the domain starts, after vcpuplace chose its node, and refuses to change it
+ * live, so the vCPUs follow the memory. The test driver has no numad and lets the live
+ * nodeset change in strict mode: that change stands in for numad's advice (the e2e tier,
+ * e2e_daemon_numa_auto, runs the real sequence). */
+START_TEST(test_placement_auto_vcpus_follow_libvirt)
+{
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autofree char *xml =
+        numaDomain("numad", "<vcpu placement='auto'>2</vcpu>",
+                   "<numatune><memory mode='strict' placement='auto'/>"
+                   "</numatune><metadata><vcpuplace:policy xmlns:vcpuplace='" POLICY_NS
+                   "' smt='isolate'/></metadata>");
+    virDomainPtr dom;
+    g_autoptr(vpDaemon) d = start(&dom, xml);
+    vpManager *m = vpDaemonManager(d);
+    virTypedParameterPtr params = NULL;
+    int nparams = 0, maxparams = 0, chosen;
+    const vpPlan *plan = vpManagerPlan(m, "numad");
+    const int numad = 6;
+
+    ck_assert_ptr_nonnull(plan);
+    chosen = nodeOfCpu(plan->vcpu_pu[0]);
+    ck_assert_int_ne(chosen, numad);
+    ck_assert_int_eq(
+        virTypedParamsAddString(&params, &nparams, &maxparams, VIR_DOMAIN_NUMA_NODESET, "6"), 0);
+    ck_assert_int_eq(virDomainSetNumaParameters(dom, params, nparams, VIR_DOMAIN_AFFECT_LIVE), 0);
+    virTypedParamsFree(params, nparams);
+    vpDaemonResync(d, "numad");
+    waitIdle(d);
+    plan = vpManagerPlan(m, "numad");
+    ck_assert_int_eq(vpManagerRecord(m, "numad")->state, VP_DOM_APPLIED);
+    for (unsigned v = 0; v < 2; v++) {
+        ck_assert_int_eq(nodeOfCpu(plan->vcpu_pu[v]), numad);
+        ck_assert_int_eq(livePin(dom, 256, v), plan->vcpu_pu[v]);
+    }
+    ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), numad, 0), 4ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), chosen, 0), 0);
+    for (int cpu = 32 * chosen; cpu < 32 * chosen + 32; cpu++)
+        ck_assert(vpLedgerPUFree(vpManagerLedger(m), cpu));
+    virDomainDestroy(dom);
+    virDomainFree(dom);
+}
+END_TEST
+
 /* Other drivers' domains are left alone: the hook lets them start, nothing is recorded. */
 START_TEST(test_non_qemu_left_alone)
 {
@@ -290,6 +335,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_cells_memnode);
     tcase_add_test(tc, test_memory_reconciled_at_sync);
     tcase_add_test(tc, test_placement_auto_memory_follows);
+    tcase_add_test(tc, test_placement_auto_vcpus_follow_libvirt);
     tcase_add_test(tc, test_non_qemu_left_alone);
     suite_add_tcase(s, tc);
     return s;
