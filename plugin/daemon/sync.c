@@ -302,8 +302,14 @@ followAuto(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live, vpR
         live->nodeset = hwloc_bitmap_dup(bound);
         live->mem_mode = mode;
     }
-    if (bound && hwloc_bitmap_isincluded(vcpus, bound))
+    if (bound && hwloc_bitmap_isincluded(vcpus, bound)) {
+        g_autofree char *list = vpCpuListFormat(bound);
+        vpLogDomain(G_LOG_LEVEL_INFO, name,
+                    "placement='auto': libvirt binds its memory to nodes %s (%s), where its "
+                    "vCPUs are",
+                    list, vpMemModeName(mode));
         return FALSE;
+    }
     if ((!bound || mode == VP_MEM_RESTRICTIVE) && moveMemory(d, dom, name, live, want))
         return FALSE;
     return bound && placeInside(d, name, req, live, vcpus);
