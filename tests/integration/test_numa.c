@@ -210,6 +210,90 @@ START_TEST(test_memory_reconciled_at_sync)
 }
 END_TEST
 
+/* The NUMA_TOPOLOGY machine as an hwloc XML file under tmpdir whose nodes also hold 4096 huge
+ * pages of 2 MiB and 8 of 1 GiB each (hwloc's synthetic syntax has no page pools); its
+ * path. */
+static char *
+hugeTopology(void)
+{
+    hwloc_topology_t hw;
+    char *buf = NULL;
+    int len = 0;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GRegex) node = g_regex_new("(<object type=\"NUMANode\"[^>]*>)", 0, 0, NULL);
+    char *path = g_build_filename(tmpdir, "numa-huge.xml", NULL);
+
+    ck_assert_int_eq(hwloc_topology_init(&hw), 0);
+    ck_assert_int_eq(hwloc_topology_set_synthetic(hw, NUMA_TOPOLOGY + strlen("synthetic:")), 0);
+    ck_assert_int_eq(hwloc_topology_load(hw), 0);
+    ck_assert_int_eq(hwloc_topology_export_xmlbuffer(hw, &buf, &len, 0), 0);
+    g_autofree char *xml = g_regex_replace(node, buf, -1, 0,
+                                           "\\1<page_type size=\"4096\" count=\"9621984\"/>"
+                                           "<page_type size=\"2097152\" count=\"4096\"/>"
+                                           "<page_type size=\"1073741824\" count=\"8\"/>",
+                                           0, &err);
+    hwloc_free_xmlbuffer(hw, buf);
+    hwloc_topology_destroy(hw);
+    ck_assert_msg(xml, "%s", err ? err->message : "");
+    ck_assert(g_file_set_contents(path, xml, -1, NULL));
+    return path;
+}
+
+/* Guest cells on 1 GiB and on 2 MiB pages (libvirt backs every cell of a domain with
+ * <hugepages> by huge pages), restrictive nodeset changed live (`virsh numatune --live`, what
+ * libvirt allows in restrictive mode): the ledger keeps both on the node whose pools they
+ * came from, claiming nothing on the new node; the same for a domain on one huge page size.
+ * Base pages follow such a change (test_memory_reconciled_at_sync). */
+START_TEST(test_mixed_pages_after_nodeset_change)
+{
+    g_autofree char *topo = hugeTopology();
+    writeConfig(NUMA_URI, topo, NULL);
+    g_autofree char *xml =
+        numaDomain("mixed", "<vcpu>2</vcpu>",
+                   "<memoryBacking><hugepages><page size='1' unit='GiB' nodeset='0'/>"
+                   "<page size='2' unit='MiB'/></hugepages>"
+                   "</memoryBacking><cpu><numa><cell id='0' cpus='0' memory='2' unit='GiB'/>"
+                   "<cell id='1' cpus='1' memory='2' unit='GiB'/></numa></cpu>"
+                   "<numatune><memory mode='restrictive' nodeset='2'/></numatune>");
+    g_autofree char *one =
+        numaDomain("one", "<vcpu>2</vcpu>",
+                   "<memoryBacking><hugepages><page size='2' unit='MiB'/></hugepages>"
+                   "</memoryBacking><numatune><memory mode='restrictive' nodeset='3'/></numatune>");
+    virDomainPtr dom, dom1;
+    g_autoptr(vpDaemon) d = start(&dom, xml);
+    vpManager *m = vpDaemonManager(d);
+    const vpLedger *ledger = vpManagerLedger(m);
+    virTypedParameterPtr params = NULL;
+    int nparams = 0, maxparams = 0;
+
+    dom1 = define(vpDaemonLibvirt(d), one);
+    ck_assert_int_eq(virDomainCreate(dom1), 0);
+    waitIdle(d);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 3, 2ULL << 20), 4ULL << 30);
+    ck_assert_ptr_nonnull(vpManagerPlan(m, "mixed"));
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 2, 1ULL << 30), 2ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 2, 2ULL << 20), 2ULL << 30);
+    ck_assert_int_eq(
+        virTypedParamsAddString(&params, &nparams, &maxparams, VIR_DOMAIN_NUMA_NODESET, "5"), 0);
+    ck_assert_int_eq(virDomainSetNumaParameters(dom, params, nparams, VIR_DOMAIN_AFFECT_LIVE), 0);
+    ck_assert_int_eq(virDomainSetNumaParameters(dom1, params, nparams, VIR_DOMAIN_AFFECT_LIVE), 0);
+    virTypedParamsFree(params, nparams);
+    vpDaemonResync(d, "mixed");
+    vpDaemonResync(d, "one");
+    waitIdle(d);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 3, 2ULL << 20), 4ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 2, 1ULL << 30), 2ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 2, 2ULL << 20), 2ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 5, 1ULL << 30), 0);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 5, 2ULL << 20), 0);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 5, 0), 0);
+    virDomainDestroy(dom1);
+    virDomainDestroy(dom);
+    virDomainFree(dom1);
+    virDomainFree(dom);
+}
+END_TEST
+
 /* placement='auto': vcpuplace chooses the node (node 0's memory is taken, so another) and
  * the domain's live <numatune> nodeset is set to it, so that memory follows the vCPUs. */
 START_TEST(test_placement_auto_memory_follows)
@@ -334,6 +418,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_emulatorpin_kept_and_held);
     tcase_add_test(tc, test_cells_memnode);
     tcase_add_test(tc, test_memory_reconciled_at_sync);
+    tcase_add_test(tc, test_mixed_pages_after_nodeset_change);
     tcase_add_test(tc, test_placement_auto_memory_follows);
     tcase_add_test(tc, test_placement_auto_vcpus_follow_libvirt);
     tcase_add_test(tc, test_non_qemu_left_alone);
