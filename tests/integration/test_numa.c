@@ -403,6 +403,44 @@ START_TEST(test_non_qemu_left_alone)
 }
 END_TEST
 
+/* Bad NUMA input through the real hook at `prepare begin`, as libvirt runs it: each start is
+ * refused (libvirt shows the hook's stderr in virsh's error), the message names the element
+ * and the value, and nothing is held. */
+START_TEST(test_bad_numa_input_refused)
+{
+    static const struct {
+        const char *memory, *vcpu, *body, *said;
+    } cases[] = {
+        {"4", "<vcpu>2</vcpu>",
+         "<cpu><numa><cell id='0' cpus='0-3' memory='4' unit='GiB'/></numa></cpu>",
+         "<cell id='0'> cpus='0-3' names vCPUs beyond <vcpu> 2"},
+        {"1024", "<vcpu>2</vcpu>", "", "<memory> 1 TiB is more than this host's 375000000 KiB"},
+        {"4", "<vcpu>2</vcpu>", "<numatune><memory mode='strict' nodeset='6,9-10'/></numatune>",
+         "<numatune> nodeset names nodes 9-10 this host lacks (it has 0-7)"},
+        {"4", "<vcpu cpuset='300-301'>2</vcpu>", "",
+         "<vcpu cpuset='300-301'> names no CPU this host may hand out (0-255)"},
+    };
+    writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+
+    for (unsigned i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *name = g_strdup_printf("bad%u", i);
+        g_autofree char *xml = g_strdup_printf(
+            "<domain type='kvm'><name>%s</name><memory unit='GiB'>%s</memory>%s<os><type>hvm"
+            "</type></os>%s</domain>",
+            name, cases[i].memory, cases[i].vcpu, cases[i].body);
+        const char *argv[] = {VP_HOOK, name, "prepare", "begin", "-", NULL};
+        g_autofree char *err = NULL;
+
+        ck_assert_int_ne(run(argv, xml, NULL, &err), 0);
+        ck_assert_msg(err && strstr(err, cases[i].said), "case %u: '%s' not in: %s", i,
+                      cases[i].said, err ? err : "");
+    }
+    waitIdle(d);
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(vpDaemonManager(d))), 0);
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -422,6 +460,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_placement_auto_memory_follows);
     tcase_add_test(tc, test_placement_auto_vcpus_follow_libvirt);
     tcase_add_test(tc, test_non_qemu_left_alone);
+    tcase_add_test(tc, test_bad_numa_input_refused);
     suite_add_tcase(s, tc);
     return s;
 }
