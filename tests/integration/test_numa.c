@@ -224,7 +224,7 @@ hugeTopology(void)
     char *path = g_build_filename(tmpdir, "numa-huge.xml", NULL);
 
     ck_assert_int_eq(hwloc_topology_init(&hw), 0);
-    ck_assert_int_eq(hwloc_topology_set_synthetic(hw, NUMA_TOPOLOGY + strlen("synthetic:")), 0);
+    ck_assert_int_eq(hwloc_topology_set_synthetic(hw, &NUMA_TOPOLOGY[strlen("synthetic:")]), 0);
     ck_assert_int_eq(hwloc_topology_load(hw), 0);
     ck_assert_int_eq(hwloc_topology_export_xmlbuffer(hw, &buf, &len, 0), 0);
     g_autofree char *xml = g_regex_replace(node, buf, -1, 0,
