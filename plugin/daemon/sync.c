@@ -254,25 +254,27 @@ placeInside(vpDaemon *d, const char *name, vpRequest *req, const vpRequest *live
     g_autoptr(GError) err = NULL;
     g_autofree char *bound = vpCpuListFormat(live->nodeset);
     g_autofree char *from = vpCpuListFormat(was);
+    const char *mode = vpMemModeName(live->mem_mode);
+    const char *what = req->placement_auto ? "placement='auto': " : "";
+    hwloc_bitmap_t nodes = hwloc_bitmap_dup(live->nodeset);
 
-    hwloc_bitmap_t nodes = hwloc_bitmap_dup(live->nodeset); /* live may be req */
-
+    req->mem_mode = live->mem_mode == VP_MEM_PREFERRED ? VP_MEM_STRICT : live->mem_mode;
     g_clear_pointer(&req->nodeset, hwloc_bitmap_free);
     req->nodeset = nodes;
-    req->mem_mode = live->mem_mode == VP_MEM_PREFERRED ? VP_MEM_STRICT : live->mem_mode;
     /* numad may advise several nodes for a large domain: then it spans them */
-    req->placement_auto = hwloc_bitmap_weight(live->nodeset) == 1;
+    if (req->placement_auto)
+        req->placement_auto = hwloc_bitmap_weight(nodes) == 1;
     if (!vpManagerReplace(d->mgr, name, req, &err)) {
         vpLogDomain(G_LOG_LEVEL_WARNING, name,
-                    "placement='auto': vCPUs stay on nodes %s, away from their memory on nodes "
-                    "%s (%s, libvirt's): %s",
-                    from, bound, vpMemModeName(live->mem_mode), err->message);
+                    "%svCPUs stay on nodes %s, away from their memory on nodes %s (%s, "
+                    "libvirt's): %s",
+                    what, from, bound, mode, err->message);
         return FALSE;
     }
     vpLogDomain(G_LOG_LEVEL_INFO, name,
-                "placement='auto': libvirt binds its memory to nodes %s (%s); vCPUs placed again "
-                "there, off nodes %s",
-                bound, vpMemModeName(live->mem_mode), from);
+                "%slibvirt binds its memory to nodes %s (%s); vCPUs placed again there, off "
+                "nodes %s",
+                what, bound, mode, from);
     return TRUE;
 }
 
@@ -315,6 +317,39 @@ followAuto(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live, vpR
     return bound && placeInside(d, name, req, live, vcpus);
 }
 
+/* Whether the plan holds memory in huge pages, which stay where they are when the nodeset
+ * changes live. */
+static gboolean
+holdsHugePages(const vpPlan *plan)
+{
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        if (plan->mem[i].page_size)
+            return TRUE;
+    }
+    return plan->page_size != 0;
+}
+
+/* A live nodeset that binds the memory elsewhere (`virsh numatune --live --nodeset`, which
+ * libvirt allows in restrictive mode, the base pages migrating with cpuset.mems): the vCPUs
+ * follow it. Huge pages do not move, so the vCPUs of a domain on them stay with them; guest
+ * cells keep to their own memnodes. TRUE when placed anew. */
+static gboolean
+followNodeset(vpDaemon *d, const char *name, const vpRequest *live, vpRequest *req)
+{
+    g_autoptr(vpBitmap) chosen = chosenNodes(d, name);
+    g_autoptr(vpBitmap) vcpus = NULL;
+    bool hard = live->mem_mode == VP_MEM_STRICT || live->mem_mode == VP_MEM_RESTRICTIVE ||
+                live->mem_mode == VP_MEM_INTERLEAVE;
+
+    if (!chosen || !hard || !live->nodeset || live->ncells || req->ncells ||
+        holdsHugePages(vpManagerPlan(d->mgr, name)))
+        return FALSE;
+    vcpus = vpPlanMemoryNodes(vpManagerPlan(d->mgr, name), vpManagerTopology(d->mgr));
+    if (hwloc_bitmap_iszero(vcpus) || hwloc_bitmap_isincluded(vcpus, live->nodeset))
+        return FALSE;
+    return placeInside(d, name, req, live, vcpus);
+}
+
 /* The ledger's memory of the domain against the memory it runs with now: `virsh setmem` and
  * `virsh numatune --live` change only the live XML, and send no event of their own, so every
  * sync looks. live is the request from the live XML when the sync already read it; req the
@@ -345,6 +380,8 @@ reconcileMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live
     }
     if (req->placement_auto)
         replaced = followAuto(d, dom, name, live, req);
+    else
+        replaced = followNodeset(d, name, live, req);
     vpManagerReconcileMemory(d->mgr, name, live);
     return replaced;
 }

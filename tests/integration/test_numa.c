@@ -177,7 +177,8 @@ START_TEST(test_cells_memnode)
 END_TEST
 
 /* `virsh setmem --live` and `virsh numatune --live` change only the live XML: the next sync
- * corrects the ledger's memory per node to it. */
+ * corrects the ledger's memory per node to it, and the vCPUs follow base-page memory to its
+ * new node. */
 START_TEST(test_memory_reconciled_at_sync)
 {
     writeConfig(NUMA_URI, NUMA_TOPOLOGY, NULL);
@@ -205,6 +206,10 @@ START_TEST(test_memory_reconciled_at_sync)
     ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), 5, 0), 0);
     ck_assert_uint_eq(vpLedgerNodeMemory(vpManagerLedger(m), 3, 0), 1ULL << 30);
     ck_assert_uint_eq(vpManagerPlan(m, "shrink")->nmem, 1);
+    for (unsigned v = 0; v < 2; v++) {
+        ck_assert_int_eq(nodeOfCpu(vpManagerPlan(m, "shrink")->vcpu_pu[v]), 3);
+        ck_assert_int_eq(livePin(dom, 256, v), vpManagerPlan(m, "shrink")->vcpu_pu[v]);
+    }
     virDomainDestroy(dom);
     virDomainFree(dom);
 }
@@ -242,7 +247,8 @@ hugeTopology(void)
 /* Guest cells on 1 GiB and on 2 MiB pages (libvirt backs every cell of a domain with
  * <hugepages> by huge pages), restrictive nodeset changed live (`virsh numatune --live`, what
  * libvirt allows in restrictive mode): the ledger keeps both on the node whose pools they
- * came from, claiming nothing on the new node; the same for a domain on one huge page size.
+ * came from, claiming nothing on the new node, and the vCPUs stay with them; the same for a
+ * domain on one huge page size.
  * Base pages follow such a change (test_memory_reconciled_at_sync). */
 START_TEST(test_mixed_pages_after_nodeset_change)
 {
@@ -287,6 +293,10 @@ START_TEST(test_mixed_pages_after_nodeset_change)
     ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 5, 1ULL << 30), 0);
     ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 5, 2ULL << 20), 0);
     ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 5, 0), 0);
+    for (unsigned v = 0; v < 2; v++) {
+        ck_assert_int_eq(nodeOfCpu(vpManagerPlan(m, "mixed")->vcpu_pu[v]), 2);
+        ck_assert_int_eq(nodeOfCpu(vpManagerPlan(m, "one")->vcpu_pu[v]), 3);
+    }
     virDomainDestroy(dom1);
     virDomainDestroy(dom);
     virDomainFree(dom1);
