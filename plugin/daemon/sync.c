@@ -353,13 +353,13 @@ followNodeset(vpDaemon *d, const char *name, const vpRequest *live, vpRequest *r
 /* The ledger's memory of the domain against the memory it runs with now: `virsh setmem` and
  * `virsh numatune --live` change only the live XML, and send no event of their own, so every
  * sync looks. live is the request from the live XML when the sync already read it; req the
- * domain's request (its placement). TRUE when the domain was placed anew (placement='auto'
- * following libvirt's nodeset) and needs pinning. */
+ * domain's request (its placement). TRUE when the domain was placed anew (its vCPUs
+ * following libvirt's nodeset: placement='auto', or a live nodeset change) and needs
+ * pinning. */
 static gboolean
 reconcileMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live, vpRequest *req)
 {
     gboolean replaced = FALSE;
-
     g_autoptr(vpRequest) read = NULL;
     g_autoptr(GError) err = NULL;
 
