@@ -81,10 +81,13 @@ const char *vpOwnKindName(vpOwnKind kind);
 guint64 vpLedgerNodeMemory(const vpLedger *ledger, unsigned node, guint64 page_size);
 
 /* Corrects what the domain holds per node to libvirt's live XML (live: the request read from
- * it): <currentMemory> after `virsh setmem`, a <numatune> nodeset changed with `virsh
- * numatune --live`, the huge page size. Where the holding already lies on nodes the live
- * nodeset allows it is scaled to the live size; otherwise it is spread over the domain's
- * vCPUs' nodes inside that nodeset (as first touch would), else evenly over the nodeset.
- * Returns what changed ("node 5: 4 GiB -> node 3: 2 GiB ...", caller frees), NULL when the
+ * it, its nodeset the live binding): <currentMemory> after `virsh setmem`, a <numatune>
+ * nodeset changed with `virsh numatune --live`. Each holding is scaled to the live size; a
+ * base-page holding outside the live nodeset is spread inside it (over the domain's vCPUs'
+ * nodes there, as first touch would, else evenly), since the kernel migrates those pages
+ * with cpuset.mems; a huge-page holding stays on its node, since nothing moves a running
+ * domain's huge pages, and the text names it. A domain that held nothing gains the live size
+ * in its huge page size, spread the same way. Returns what changed ("node 5: 4 GiB -> node
+ * 3: 2 GiB ...; huge pages outside the live nodeset stay (...)", caller frees), NULL when the
  * ledger already agreed, the live size is unknown or the domain holds nothing here. */
 char *vpLedgerReconcileMemory(vpLedger *ledger, const char *domain, const vpRequest *live);

@@ -39,23 +39,17 @@ liveMemoryNodes(const vpTopology *topo, const vpRequest *live)
     return out;
 }
 
-/* Per node group index, the weight the live memory is spread by (see the header). */
+/* Per node group index, how memory that must go somewhere inside allowed is spread (as first
+ * touch would): over the nodes of the domain's vCPUs there, else evenly over allowed. All
+ * zero when allowed names no node of this host. */
 static guint64 *
-memoryWeights(const vpTopology *topo, const vpPlan *plan, hwloc_const_bitmap_t allowed)
+spreadWeights(const vpTopology *topo, const vpPlan *plan, hwloc_const_bitmap_t allowed)
 {
     int nnodes = vpTopologyNGroups(topo, VP_LEVEL_NUMA);
     guint64 *w = g_new0(guint64, nnodes);
-    bool inside = plan->nmem > 0, any = false;
+    bool any = false;
 
-    for (unsigned i = 0; i < plan->nmem; i++)
-        inside &= !allowed || hwloc_bitmap_isset(allowed, plan->mem[i].node);
-    for (int g = 0; g < nnodes; g++) {
-        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
-
-        if (inside && !node->made_up)
-            w[g] = vpPlanMemoryOn(plan, node->os);
-    }
-    for (unsigned i = 0; i < plan->nvcpus && !inside; i++) {
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
         int pu = plan->vcpu_pu[i] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[i]) : -1;
         int g = pu >= 0 ? vpTopologyNodeOfPU(topo, pu) : -1;
         const vpGroup *node = g >= 0 ? vpTopologyGroup(topo, VP_LEVEL_NUMA, g) : NULL;
@@ -70,11 +64,42 @@ memoryWeights(const vpTopology *topo, const vpPlan *plan, hwloc_const_bitmap_t a
     return w;
 }
 
+/* Adds bytes in pages of page_size to plan, split by the weights w; FALSE (nothing added)
+ * when every weight is zero. */
+static bool
+spreadPages(vpPlan *plan, const vpTopology *topo, const guint64 *w, guint64 page_size,
+            guint64 bytes)
+{
+    int nnodes = vpTopologyNGroups(topo, VP_LEVEL_NUMA), first = -1;
+    guint64 sum = 0, given = 0;
+
+    for (int g = 0; g < nnodes; g++) {
+        sum += w[g];
+        if (w[g] && first < 0)
+            first = g;
+    }
+    if (first < 0)
+        return false;
+    for (int g = first + 1; g < nnodes; g++) {
+        /* 128-bit: sizes in bytes times weights in bytes overflow 64 bits */
+        guint64 share = (guint64)((unsigned __int128)bytes * w[g] / sum);
+
+        if (!share)
+            continue;
+        vpPlanAddPages(plan, vpTopologyGroup(topo, VP_LEVEL_NUMA, g)->os, page_size, share);
+        given += share;
+    }
+    vpPlanAddPages(plan, vpTopologyGroup(topo, VP_LEVEL_NUMA, first)->os, page_size, bytes - given);
+    return true;
+}
+
 static char *
 memoryText(const vpPlan *plan)
 {
     g_autoptr(GString) s = g_string_new(NULL);
 
+    if (!plan->nmem)
+        return g_strdup("nothing");
     for (unsigned i = 0; i < plan->nmem; i++) {
         g_autofree char *mem = vpMemoryFormat(plan->mem[i].bytes);
         g_autofree char *page =
@@ -99,91 +124,80 @@ sameMemory(const vpPlan *a, const vpPlan *b)
     return true;
 }
 
-static bool
-severalPageSizes(const vpPlan *plan, const vpRequest *live)
+/* Each holding of plan scaled to the live total, into fixed: base pages that lie outside
+ * allowed are spread inside it (the kernel migrates them when cpuset.mems changes; where
+ * allowed names no node of this host they cannot be elsewhere and stay), huge pages stay
+ * where they are (neither libvirt nor a cpuset change moves a running domain's huge pages),
+ * and each such holding is named in stay. */
+static void
+followHoldings(const vpTopology *topo, const vpPlan *plan, hwloc_const_bitmap_t allowed,
+               guint64 total, vpPlan *fixed, GString *stay)
 {
-    for (unsigned i = 0; i < plan->nmem; i++) {
-        if (plan->mem[i].page_size != plan->mem[0].page_size)
-            return true;
-    }
-    for (unsigned c = 0; c < live->ncells; c++) {
-        if (vpRequestCellPage(live, &live->cells[c]) != live->hugepage_size)
-            return true;
-    }
-    return false;
-}
+    g_autofree guint64 *w = allowed ? spreadWeights(topo, plan, allowed) : NULL;
+    bool movable = false;
+    guint64 sum = 0, given = 0, moving = 0;
 
-/* Guest cells on pages of several sizes: which cell's pages moved where is not in the live
- * XML's figures, so only a changed total is followed, each holding scaled, and only while
- * every holding lies where the live nodeset allows. */
-static char *
-scaleEntries(vpLedger *ledger, const vpPlan *plan, hwloc_const_bitmap_t allowed, guint64 total)
-{
-    g_autoptr(vpPlan) fixed = vpPlanCopy(plan);
-    guint64 sum = 0, given = 0;
-
-    for (unsigned i = 0; i < plan->nmem; i++) {
-        if (allowed && !hwloc_bitmap_isset(allowed, plan->mem[i].node))
-            return NULL;
+    for (int g = 0; w && g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++)
+        movable |= w[g] > 0;
+    for (unsigned i = 0; i < plan->nmem; i++)
         sum += plan->mem[i].bytes;
+    for (unsigned i = 0; i < plan->nmem && sum; i++) {
+        const vpNodeMemory *m = &plan->mem[i];
+        guint64 bytes = (guint64)((unsigned __int128)total * m->bytes / sum);
+        bool outside = allowed && !hwloc_bitmap_isset(allowed, m->node);
+
+        if (i == plan->nmem - 1)
+            bytes = total - given;
+        given += bytes;
+        if (outside && !m->page_size && movable) {
+            moving += bytes;
+            continue;
+        }
+        if (bytes)
+            vpPlanAddPages(fixed, m->node, m->page_size, bytes);
+        if (outside && m->page_size) {
+            g_autofree char *mem = vpMemoryFormat(bytes);
+            g_autofree char *page = vpMemoryFormat(m->page_size);
+            g_string_append_printf(stay, "%snode %u: %s in %s pages", stay->len ? ", " : "",
+                                   m->node, mem, page);
+        }
     }
-    if (!sum || sum == total)
-        return NULL;
-    for (unsigned i = 0; i < fixed->nmem; i++) {
-        fixed->mem[i].bytes = (guint64)((unsigned __int128)total * plan->mem[i].bytes / sum);
-        given += fixed->mem[i].bytes;
-    }
-    fixed->mem[0].bytes += total - given;
-    g_autofree char *was = memoryText(plan);
-    g_autofree char *now = memoryText(fixed);
-    if (!vpLedgerReplace(ledger, fixed, NULL))
-        g_assert_not_reached(); /* the same PUs as the plan it replaces */
-    return g_strdup_printf("%s -> %s", was, now);
+    if (moving)
+        spreadPages(fixed, topo, w, 0, moving);
 }
 
 char *
 vpLedgerReconcileMemory(vpLedger *ledger, const char *domain, const vpRequest *live)
 {
-    const vpTopology *topo = vpLedgerTopology(ledger);
+    const vpTopology *topo = ledger->topo;
     const vpPlan *plan = vpLedgerLookup(ledger, domain);
     g_autoptr(vpBitmap) allowed = NULL;
-    g_autofree guint64 *w = NULL;
     g_autoptr(vpPlan) fixed = NULL;
-    guint64 sum = 0, given = 0;
-    int first = -1;
+    g_autoptr(GString) stay = g_string_new(NULL);
 
     if (!plan || !live->memory)
         return NULL;
     allowed = liveMemoryNodes(topo, live);
-    if (severalPageSizes(plan, live))
-        return scaleEntries(ledger, plan, allowed, live->memory);
-    w = memoryWeights(topo, plan, allowed);
     fixed = vpPlanCopy(plan);
     g_clear_pointer(&fixed->mem, g_free);
     fixed->nmem = 0;
-    fixed->page_size = live->hugepage_size;
-    for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
-        sum += w[g];
-        if (w[g] && first < 0)
-            first = g;
-    }
-    for (int g = first; g >= 0 && g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
-        /* 128-bit: sizes in bytes times weights in bytes overflow 64 bits */
-        guint64 share = (guint64)((unsigned __int128)live->memory * w[g] / sum);
+    if (plan->nmem) {
+        followHoldings(topo, plan, allowed, live->memory, fixed, stay);
+    } else {
+        g_autofree guint64 *w = spreadWeights(topo, plan, allowed);
 
-        if (!w[g])
-            continue;
-        vpPlanAddMemory(fixed, vpTopologyGroup(topo, VP_LEVEL_NUMA, g)->os, share);
-        given += share;
+        fixed->page_size = live->hugepage_size;
+        spreadPages(fixed, topo, w, fixed->page_size, live->memory);
     }
-    if (first >= 0)
-        vpPlanAddMemory(fixed, vpTopologyGroup(topo, VP_LEVEL_NUMA, first)->os,
-                        live->memory - given);
-    if (sameMemory(plan, fixed))
+    if (sameMemory(plan, fixed) && !stay->len)
         return NULL;
-    g_autofree char *was = plan->nmem ? memoryText(plan) : g_strdup("nothing");
-    g_autofree char *now = fixed->nmem ? memoryText(fixed) : g_strdup("nothing");
+    g_autofree char *was = memoryText(plan);
+    g_autofree char *now = memoryText(fixed);
     if (!vpLedgerReplace(ledger, fixed, NULL))
         g_assert_not_reached(); /* the same PUs as the plan it replaces */
-    return g_strdup_printf("%s -> %s", was, now);
+    if (!stay->len)
+        return g_strdup_printf("%s -> %s", was, now);
+    return g_strdup_printf("%s -> %s; huge pages outside the live nodeset stay (%s): libvirt "
+                           "does not move them live",
+                           was, now, stay->str);
 }

@@ -573,6 +573,21 @@ vpManagerResize(vpManager *m, const char *name, const vpRequest *req, unsigned n
     return TRUE;
 }
 
+gboolean
+vpManagerReplace(vpManager *m, const char *name, const vpRequest *req, GError **error)
+{
+    g_autoptr(vpLedger) without = vpLedgerCopy(m->ledger, m->topo, error);
+    if (!without)
+        return FALSE;
+    vpLedgerRemove(without, name);
+    g_autoptr(vpPlan) plan = vpPlace(m->topo, without, req, error);
+    if (!plan || !vpLedgerReplace(m->ledger, plan, error))
+        return FALSE;
+    m->dirty = TRUE;
+    recordSet(m, name, VP_DOM_APPLYING, NULL);
+    return TRUE;
+}
+
 /* Linux CPUs of the plan that the topology does not hand out; NULL when none. */
 static char *
 outsideUsable(const vpTopology *topo, const vpPlan *plan)

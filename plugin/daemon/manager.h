@@ -126,6 +126,10 @@ gboolean vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GErro
  * keeps new vCPUs on its memory's nodes (NULL: unknown, see vpPlanResize()). */
 gboolean vpManagerResize(vpManager *m, const char *name, const vpRequest *req, unsigned nvcpus,
                          GError **error);
+/* Places a running domain anew from req, as if it held nothing (its old plan is kept when
+ * req cannot be met: FALSE, error set); state applying until the daemon has pinned it.
+ * placement='auto': libvirt's nodeset, known only once the domain runs, decides. */
+gboolean vpManagerReplace(vpManager *m, const char *name, const vpRequest *req, GError **error);
 /* Configuration reload: takes topo (the same machine, other usable sets) and the new
  * defaults. The ledger is carried over as it is: domains on CPUs no longer usable stay
  * there (logged; names returned in *outside when not NULL, caller frees) until they stop

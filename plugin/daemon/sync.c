@@ -181,26 +181,52 @@ chosenNodes(vpDaemon *d, const char *name)
     return nodes;
 }
 
-/*
- * placement='auto' leaves the memory's nodes to libvirt (numad's advice, or every node),
- * while vcpuplace chose the vCPUs' node: the domain's live <numatune> nodeset is set to
- * vcpuplace's choice (virDomainSetNumaParameters, as `virsh numatune --live --nodeset`),
- * so that memory follows the vCPUs. Where libvirt refuses, the memory stays where libvirt
- * put it, said, and the ledger follows libvirt's nodeset. live is updated on success.
- */
-static void
-followMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live)
+/* libvirt's live memory binding, as `virsh numatune DOMAIN` shows it: with placement='auto'
+ * the live XML names no nodeset (libvirt 9.0 keeps numad's advice in its private status
+ * file), so this is the only place it can be read. FALSE when libvirt names no nodeset. */
+static gboolean
+liveBinding(vpDaemon *d, virDomainPtr dom, vpMemMode *mode, hwloc_bitmap_t *nodes)
 {
-    g_autoptr(vpBitmap) want = chosenNodes(d, name);
+    /* virDomainNumatuneMemMode's values, in order */
+    static const vpMemMode modes[] = {VP_MEM_STRICT, VP_MEM_PREFERRED, VP_MEM_INTERLEAVE,
+                                      VP_MEM_RESTRICTIVE};
+    virTypedParameterPtr params = NULL;
+    int nparams = 0, vmode = -1;
+    const char *list = NULL;
+    gboolean ok = FALSE;
+
+    vpDaemonUnlock(d);
+    if (virDomainGetNumaParameters(dom, NULL, &nparams, VIR_DOMAIN_AFFECT_LIVE) == 0 &&
+        nparams > 0) {
+        params = g_new0(virTypedParameter, nparams);
+        ok = virDomainGetNumaParameters(dom, params, &nparams, VIR_DOMAIN_AFFECT_LIVE) == 0;
+    }
+    vpDaemonLock(d);
+    ok = ok && virTypedParamsGetInt(params, nparams, VIR_DOMAIN_NUMA_MODE, &vmode) == 1 &&
+         vmode >= 0 && vmode < (int)G_N_ELEMENTS(modes) &&
+         virTypedParamsGetString(params, nparams, VIR_DOMAIN_NUMA_NODESET, &list) == 1 && list &&
+         *list && (*nodes = vpCpuListParse(VIR_DOMAIN_NUMA_NODESET, list, NULL)) != NULL;
+    if (ok)
+        *mode = modes[vmode];
+    if (params)
+        virTypedParamsClear(params, nparams);
+    g_free(params);
+    return ok;
+}
+
+/* The live <numatune> nodeset set to want (`virsh numatune --live --nodeset`), so that the
+ * memory follows the vCPUs; libvirt 9.0 allows it in restrictive mode only. live is updated
+ * on success. */
+static gboolean
+moveMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live, hwloc_bitmap_t want)
+{
     virTypedParameterPtr params = NULL;
     int nparams = 0, maxparams = 0, rc;
-
-    if (!want || (live->nodeset && hwloc_bitmap_isequal(live->nodeset, want)))
-        return;
     g_autofree char *list = vpCpuListFormat(want);
     g_autofree char *was = live->nodeset ? vpCpuListFormat(live->nodeset) : g_strdup("all");
+
     if (virTypedParamsAddString(&params, &nparams, &maxparams, VIR_DOMAIN_NUMA_NODESET, list) < 0)
-        return;
+        return FALSE;
     vpDaemonUnlock(d);
     rc = virDomainSetNumaParameters(dom, params, nparams, VIR_DOMAIN_AFFECT_LIVE);
     vpDaemonLock(d);
@@ -209,28 +235,136 @@ followMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live)
         vpLogDomain(G_LOG_LEVEL_WARNING, name,
                     "placement='auto': memory stays on nodes %s, not moved to vcpuplace's %s: %s",
                     was, list, virGetLastErrorMessage());
-        return;
+        return FALSE;
     }
     vpLogDomain(G_LOG_LEVEL_INFO, name,
                 "placement='auto': live <numatune> nodeset %s -> %s, where its vCPUs are", was,
                 list);
     g_clear_pointer(&live->nodeset, hwloc_bitmap_free);
-    live->nodeset = g_steal_pointer(&want);
+    live->nodeset = hwloc_bitmap_dup(want);
+    return TRUE;
+}
+
+/* The vCPUs placed again inside the nodes libvirt binds the memory to (req is changed to
+ * say so; live may be req); TRUE when the new plan awaits pinning. */
+static gboolean
+placeInside(vpDaemon *d, const char *name, vpRequest *req, const vpRequest *live,
+            hwloc_const_bitmap_t was)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *bound = vpCpuListFormat(live->nodeset);
+    g_autofree char *from = vpCpuListFormat(was);
+    const char *mode = vpMemModeName(live->mem_mode);
+    const char *what = req->placement_auto ? "placement='auto': " : "";
+    hwloc_bitmap_t nodes = hwloc_bitmap_dup(live->nodeset);
+
+    req->mem_mode = live->mem_mode == VP_MEM_PREFERRED ? VP_MEM_STRICT : live->mem_mode;
+    g_clear_pointer(&req->nodeset, hwloc_bitmap_free);
+    req->nodeset = nodes;
+    /* numad may advise several nodes for a large domain: then it spans them */
+    if (req->placement_auto)
+        req->placement_auto = hwloc_bitmap_weight(nodes) == 1;
+    if (!vpManagerReplace(d->mgr, name, req, &err)) {
+        vpLogDomain(G_LOG_LEVEL_WARNING, name,
+                    "%svCPUs stay on nodes %s, away from their memory on nodes %s (%s, "
+                    "libvirt's): %s",
+                    what, from, bound, mode, err->message);
+        return FALSE;
+    }
+    vpLogDomain(G_LOG_LEVEL_INFO, name,
+                "%slibvirt binds its memory to nodes %s (%s); vCPUs placed again there, off "
+                "nodes %s",
+                what, bound, mode, from);
+    return TRUE;
+}
+
+/*
+ * placement='auto' leaves the memory's nodes to libvirt: numad's advice, asked for after the
+ * last hook before the start (`prepare begin`, where vcpuplace chose its node) and bound
+ * with mode strict unless the domain says otherwise. vCPUs and memory must end on the same
+ * nodes. In restrictive mode the live nodeset follows vcpuplace's choice (cpuset.mems moves
+ * base pages); in strict mode, libvirt's default, libvirt refuses that, so the vCPUs follow
+ * the memory instead. live gains libvirt's binding, so that the ledger's memory follows it.
+ * TRUE when the domain was placed anew and needs pinning.
+ */
+static gboolean
+followAuto(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live, vpRequest *req)
+{
+    const vpPlan *plan = vpManagerPlan(d->mgr, name);
+    g_autoptr(vpBitmap) want = chosenNodes(d, name);
+    g_autoptr(vpBitmap) vcpus = NULL;
+    g_autoptr(vpBitmap) bound = NULL;
+    vpMemMode mode = VP_MEM_NONE;
+
+    if (!want)
+        return FALSE;
+    vcpus = vpPlanMemoryNodes(plan, vpManagerTopology(d->mgr));
+    if (liveBinding(d, dom, &mode, &bound)) {
+        g_clear_pointer(&live->nodeset, hwloc_bitmap_free);
+        live->nodeset = hwloc_bitmap_dup(bound);
+        live->mem_mode = mode;
+    }
+    if (bound && hwloc_bitmap_isincluded(vcpus, bound)) {
+        g_autofree char *list = vpCpuListFormat(bound);
+        vpLogDomain(G_LOG_LEVEL_INFO, name,
+                    "placement='auto': libvirt binds its memory to nodes %s (%s), where its "
+                    "vCPUs are",
+                    list, vpMemModeName(mode));
+        return FALSE;
+    }
+    if ((!bound || mode == VP_MEM_RESTRICTIVE) && moveMemory(d, dom, name, live, want))
+        return FALSE;
+    return bound && placeInside(d, name, req, live, vcpus);
+}
+
+/* Whether the plan holds memory in huge pages, which stay where they are when the nodeset
+ * changes live. */
+static gboolean
+holdsHugePages(const vpPlan *plan)
+{
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        if (plan->mem[i].page_size)
+            return TRUE;
+    }
+    return plan->page_size != 0;
+}
+
+/* A live nodeset that binds the memory elsewhere (`virsh numatune --live --nodeset`, which
+ * libvirt allows in restrictive mode, the base pages migrating with cpuset.mems): the vCPUs
+ * follow it. Huge pages do not move, so the vCPUs of a domain on them stay with them; guest
+ * cells keep to their own memnodes. TRUE when placed anew. */
+static gboolean
+followNodeset(vpDaemon *d, const char *name, const vpRequest *live, vpRequest *req)
+{
+    g_autoptr(vpBitmap) chosen = chosenNodes(d, name);
+    g_autoptr(vpBitmap) vcpus = NULL;
+    bool hard = live->mem_mode == VP_MEM_STRICT || live->mem_mode == VP_MEM_RESTRICTIVE ||
+                live->mem_mode == VP_MEM_INTERLEAVE;
+
+    if (!chosen || !hard || !live->nodeset || live->ncells || req->ncells ||
+        holdsHugePages(vpManagerPlan(d->mgr, name)))
+        return FALSE;
+    vcpus = vpPlanMemoryNodes(vpManagerPlan(d->mgr, name), vpManagerTopology(d->mgr));
+    if (hwloc_bitmap_iszero(vcpus) || hwloc_bitmap_isincluded(vcpus, live->nodeset))
+        return FALSE;
+    return placeInside(d, name, req, live, vcpus);
 }
 
 /* The ledger's memory of the domain against the memory it runs with now: `virsh setmem` and
  * `virsh numatune --live` change only the live XML, and send no event of their own, so every
  * sync looks. live is the request from the live XML when the sync already read it; req the
- * domain's request (its placement). */
-static void
-reconcileMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live,
-                const vpRequest *req)
+ * domain's request (its placement). TRUE when the domain was placed anew (its vCPUs
+ * following libvirt's nodeset: placement='auto', or a live nodeset change) and needs
+ * pinning. */
+static gboolean
+reconcileMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live, vpRequest *req)
 {
+    gboolean replaced = FALSE;
     g_autoptr(vpRequest) read = NULL;
     g_autoptr(GError) err = NULL;
 
     if (!vpLedgerLookup(vpManagerLedger(d->mgr), name))
-        return;
+        return FALSE;
     if (!live) {
         vpDaemonUnlock(d);
         g_autofree char *xml = vpVirDomainXML(dom, &err);
@@ -240,13 +374,16 @@ reconcileMemory(vpDaemon *d, virDomainPtr dom, const char *name, vpRequest *live
         if (!read) {
             vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: memory not reconciled: %s", name,
                         err->message);
-            return;
+            return FALSE;
         }
         live = read;
     }
     if (req->placement_auto)
-        followMemory(d, dom, name, live);
+        replaced = followAuto(d, dom, name, live, req);
+    else
+        replaced = followNodeset(d, name, live, req);
     vpManagerReconcileMemory(d->mgr, name, live);
+    return replaced;
 }
 
 static void
@@ -294,8 +431,8 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
         vpManagerUnreadable(d->mgr, name, err->message);
     if (err)
         vpDaemonLog(G_LOG_LEVEL_WARNING, "domain %s: %s", name, err->message);
-    if (req)
-        reconcileMemory(d, dom, name, is_live ? req : NULL, req);
+    if (req && reconcileMemory(d, dom, name, is_live ? req : NULL, req))
+        action = VP_SYNC_APPLY;
     if (action != VP_SYNC_APPLY) {
         /* Found live as planned (restart, adoption) or its own pins respected: listeners
          * learn of it as of a domain just pinned. */

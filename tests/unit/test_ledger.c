@@ -545,6 +545,48 @@ START_TEST(test_reconcile_memory)
 }
 END_TEST
 
+/* A live nodeset change (restrictive mode, `virsh numatune --live`) moves base pages, which
+ * the kernel migrates with cpuset.mems, but not huge pages: those stay on their node, and
+ * the text says so rather than claim they moved. A nodeset naming no node of this host
+ * leaves the base pages where they are. */
+START_TEST(test_reconcile_huge_pages_stay)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) plan = makePlan("a", NULL, (int[]){0, -1}, NULL, NULL);
+    g_autoptr(vpRequest) live = vpRequestNew("a", 1);
+    g_autoptr(GError) err = NULL;
+    g_autofree char *moved = NULL, *nowhere = NULL;
+    const vpPlan *now;
+
+    vpPlanAddPages(plan, 0, 0, 1ULL << 30);
+    vpPlanAddPages(plan, 0, 2ULL << 20, 1ULL << 30);
+    ck_assert_msg(vpLedgerAdd(ledger, plan, &err), "%s", err ? err->message : "");
+    live->memory = 2ULL << 30;
+    live->mem_mode = VP_MEM_RESTRICTIVE;
+    live->nodeset = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(live->nodeset, 1);
+    moved = vpLedgerReconcileMemory(ledger, "a", live);
+    ck_assert_str_eq(moved, "node 0: 1 GiB, node 0: 1 GiB in 2 MiB pages -> node 0: 1 GiB in 2 "
+                            "MiB pages, node 1: 1 GiB; huge pages outside the live nodeset stay "
+                            "(node 0: 1 GiB in 2 MiB pages): libvirt does not move them live");
+    now = vpLedgerLookup(ledger, "a");
+    ck_assert_uint_eq(vpPlanMemoryOnPages(now, 1, 0), 1ULL << 30);
+    ck_assert_uint_eq(vpPlanMemoryOnPages(now, 0, 0), 0);
+    ck_assert_uint_eq(vpPlanMemoryOnPages(now, 0, 2ULL << 20), 1ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 0, 2ULL << 20), 1ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 1, 2ULL << 20), 0);
+
+    hwloc_bitmap_only(live->nodeset, 7);
+    nowhere = vpLedgerReconcileMemory(ledger, "a", live);
+    ck_assert_ptr_nonnull(strstr(nowhere, "stay (node 0: 1 GiB in 2 MiB pages)"));
+    now = vpLedgerLookup(ledger, "a");
+    ck_assert_uint_eq(vpPlanMemoryOnPages(now, 1, 0), 1ULL << 30);
+    ck_assert_uint_eq(vpPlanMemoryOnPages(now, 0, 2ULL << 20), 1ULL << 30);
+    ck_assert_uint_eq(now->nmem, 2);
+}
+END_TEST
+
 static char *tmpdir;
 
 static void
@@ -850,6 +892,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_copy);
     tcase_add_test(tc, test_reconcile_memory);
     tcase_add_test(tc, test_generation);
+    tcase_add_test(tc, test_reconcile_huge_pages_stay);
     tcase_add_test(tc, test_json_legacy);
     tcase_add_loop_test(tc, test_json_bad, 0, G_N_ELEMENTS(bad_ledgers));
     tcase_add_test(tc, test_json_foreign_or_double_booked);
