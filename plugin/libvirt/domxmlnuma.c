@@ -247,8 +247,11 @@ vpDomXMLParseNumatune(xmlNodePtr root, vpRequest *req, GError **error)
                         shown);
             return FALSE;
         }
-        if (g_strcmp0(placement, "auto") == 0)
+        /* libvirt drops a nodeset given beside placement='auto': numad's advice wins. */
+        if (g_strcmp0(placement, "auto") == 0) {
             req->placement_auto = true;
+            g_clear_pointer(&nodes, g_free);
+        }
         if (nodes &&
             !(req->nodeset = vpDomXMLSet("<numatune><memory>", "nodeset", "node", nodes, error)))
             return FALSE;
