@@ -17,8 +17,10 @@ by content, planned with `vcpuplace plan --json` on each topology: the 2x EPYC 7
 numbers and quoted values folded; input-error-libvirt-too when libvirt's own tests expect
 its parser to refuse that file too) / timeout / crash / sanitizer. A placed plan is also
 checked against what the file says, read here independently with ElementTree: the vCPU ids
-pinned are the online ones (<vcpus enabled='yes'>, else 0..current-1), and no vCPU is
-outside a strict or restrictive <numatune> nodeset or a <vcpu cpuset>.
+pinned are the online ones (<vcpus enabled='yes'>, else 0..current-1), no vCPU is
+outside a strict or restrictive <numatune> nodeset or a <vcpu cpuset>, a vCPU a <vcpupin>
+pins to one CPU is planned there, and no guest cell is split over nodes unless the plan
+says it degraded.
 
 Topology corpus: hwloc's tests/hwloc/xml/*.xml, and its Linux sysfs snapshots
 (tests/hwloc/linux/*.tar.bz2) exported to XML by lstopo under CACHE. `vcpuplace topology --json` on each is
@@ -211,6 +213,14 @@ def expected(path):
     if vcpus is not None and vcpus.findall("vcpu"):
         exp["online"] = {int(v.get("id")) for v in vcpus.findall("vcpu")
                          if v.get("enabled") == "yes" and (v.get("id") or "").isdigit()}
+    pins = {}
+    for pin in root.findall("cputune/vcpupin"):
+        cpus = ints(pin.get("cpuset") or "")
+        if cpus and len(cpus) == 1 and (pin.get("vcpu") or "").isdigit():
+            pins[int(pin.get("vcpu"))] = next(iter(cpus))
+    exp["pins"] = pins
+    exp["cells"] = [c for c in (ints(cell.get("cpus") or "") for cell in
+                                root.findall("cpu/numa/cell")) if c]
     mem = root.find("numatune/memory")
     if mem is not None and mem.get("mode", "strict") in ("strict", "restrictive") and \
             mem.get("nodeset") and mem.get("placement") != "auto" and \
@@ -237,6 +247,17 @@ def check_plan(plan, exp, path):
                v["numa"] not in exp["nodeset"]]
         if out:
             bad.append(f"nodes {sorted(set(out))} outside the strict nodeset")
+    by_id = {v["vcpu"]: v for v in plan["vcpus"]}
+    for vcpu, cpu in exp.get("pins", {}).items():
+        got = by_id.get(vcpu, {}).get("cpu")
+        if vcpu in by_id and got is not None and got != cpu:
+            bad.append(f"vCPU {vcpu} pinned by <vcpupin> to {cpu} is planned on {got}")
+    if not plan.get("degraded"):
+        for cell in exp.get("cells", []):
+            nodes = {by_id[i]["numa"] for i in cell if i in by_id and by_id[i]["cpu"] is not None}
+            if len(nodes) > 1:
+                bad.append(f"guest cell of vCPUs {sorted(cell)[:4]}... split over nodes "
+                           f"{sorted(nodes)}")
     return bad
 
 
