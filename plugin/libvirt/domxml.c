@@ -517,11 +517,18 @@ vpDomXMLBuild(xmlNodePtr root, const vpPolicy *defaults, GError **error)
      * pin: the policy is applied inside it. <vcpupin> still pins its vCPU. */
     req->cpuset = g_steal_pointer(&cpuset);
     if (!vpDomXMLParseType(root, req, error) || !vpDomXMLParseName(root, req, error) ||
-        !vpDomXMLParseUUID(root, req, error) || !vpDomXMLParseTopology(root, req, error) ||
-        !vpDomXMLParseCputune(root, req, error) || !vpDomXMLParseIOThreads(root, req, error) ||
-        !vpDomXMLParseVcpus(root, req, error) || !vpDomXMLParseMemory(root, req, error) ||
-        !vpDomXMLParseCells(root, req, error) || !vpDomXMLParseHugepages(root, req, error) ||
-        !vpDomXMLParseNumatune(root, req, error) || !vpDomXMLParseMetadata(root, req, error))
+        !vpDomXMLParseUUID(root, req, error))
+        return NULL;
+    /* Another driver's domain is left alone, so the rest is not read: the rules below are
+     * QEMU's (libvirt's bhyve driver, say, checks the guest topology its own way), and a
+     * refusal by them would hide the one thing to say, that vcpuplace does not place it. */
+    if (!vpRequestIsQemu(req))
+        return g_steal_pointer(&req);
+    if (!vpDomXMLParseTopology(root, req, error) || !vpDomXMLParseCputune(root, req, error) ||
+        !vpDomXMLParseIOThreads(root, req, error) || !vpDomXMLParseVcpus(root, req, error) ||
+        !vpDomXMLParseMemory(root, req, error) || !vpDomXMLParseCells(root, req, error) ||
+        !vpDomXMLParseHugepages(root, req, error) || !vpDomXMLParseNumatune(root, req, error) ||
+        !vpDomXMLParseMetadata(root, req, error))
         return NULL;
     return g_steal_pointer(&req);
 }
