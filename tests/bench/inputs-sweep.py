@@ -54,9 +54,10 @@ SYNTHETIC = "synthetic:pack:2 numa:2(memory=64GB) l3:2 core:4 pu:2"
 def fetch(cache):
     """Fetches and unpacks the two source packages' test folders into cache, once."""
     os.makedirs(cache, exist_ok=True)
-    want = {"libvirt": (LIBVIRT_DIR, "tests"), "hwloc": (HWLOC_DIR, "tests/hwloc/xml")}
-    for pkg, (top, sub) in want.items():
-        if os.path.isdir(os.path.join(cache, top, sub)):
+    want = {"libvirt": (LIBVIRT_DIR, ["tests"]),
+            "hwloc": (HWLOC_DIR, ["tests/hwloc/xml", "tests/hwloc/linux"])}
+    for pkg, (top, subs) in want.items():
+        if all(os.path.isdir(os.path.join(cache, top, sub)) for sub in subs):
             continue
         tarballs = [f for f in os.listdir(cache) if f.startswith(pkg + "_") and ".orig.tar." in f
                     and not f.endswith(".asc")]
@@ -67,8 +68,8 @@ def fetch(cache):
                         ".orig.tar." in f and not f.endswith(".asc")]
         if not tarballs:
             sys.exit(f"inputs-sweep: no {pkg} source tarball in {cache}")
-        subprocess.run(["tar", "xf", tarballs[0], "--wildcards", f"{top}/{sub}/*"], cwd=cache,
-                       check=True)
+        subprocess.run(["tar", "xf", tarballs[0], "--wildcards"] +
+                       [f"{top}/{sub}/*" for sub in subs], cwd=cache, check=True)
 
 
 def linux_exports(cache):
