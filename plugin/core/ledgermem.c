@@ -169,7 +169,7 @@ followHoldings(const vpTopology *topo, const vpPlan *plan, hwloc_const_bitmap_t 
 char *
 vpLedgerReconcileMemory(vpLedger *ledger, const char *domain, const vpRequest *live)
 {
-    const vpTopology *topo = ledger->topo;
+    const vpTopology *topo = vpLedgerTopology(ledger);
     const vpPlan *plan = vpLedgerLookup(ledger, domain);
     g_autoptr(vpBitmap) allowed = NULL;
     g_autoptr(vpPlan) fixed = NULL;

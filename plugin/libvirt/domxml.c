@@ -115,7 +115,9 @@ vpDomXMLParseVcpu(xmlNodePtr root, unsigned *max, unsigned *current, hwloc_bitma
         return FALSE;
     }
     *placement_auto = g_strcmp0(placement, "auto") == 0;
-    mask = vpDomXMLAttr(node, "cpuset");
+    /* libvirt does not read cpuset beside placement='auto' (numad's advice replaces it),
+     * so neither may we: it would confine the domain to CPUs libvirt no longer names. */
+    mask = *placement_auto ? NULL : vpDomXMLAttr(node, "cpuset");
     if (mask && !(*cpuset = vpDomXMLCpuset("<vcpu>", mask, error)))
         return FALSE;
     return TRUE;
@@ -406,7 +408,9 @@ vpDomXMLParseMetadata(xmlNodePtr root, vpRequest *req, GError **error)
 }
 
 /* <vcpus><vcpu id='0' enabled='yes' hotpluggable='no' order='1'/>...</vcpus>: which vCPU ids
- * are online at start; their number must be <vcpu current>. */
+ * are online at start. As in libvirt, these states are the master: <vcpu current> is then
+ * not read (libvirt writes it back as the number enabled), ids not listed are offline, and
+ * a <vcpus> without any <vcpu> leaves current in charge. */
 static gboolean
 vpDomXMLParseVcpus(xmlNodePtr root, vpRequest *req, GError **error)
 {
@@ -449,12 +453,15 @@ vpDomXMLParseVcpus(xmlNodePtr root, vpRequest *req, GError **error)
         if (strcmp(enabled, "yes") == 0)
             hwloc_bitmap_set(online, id);
     }
-    if ((unsigned)hwloc_bitmap_weight(online) != req->vcpus) {
+    if (hwloc_bitmap_iszero(seen))
+        return TRUE;
+    if (hwloc_bitmap_iszero(online)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "domain XML: <vcpus> enables %d vCPUs, but <vcpu current> is %u",
-                    hwloc_bitmap_weight(online), req->vcpus);
+                    "domain XML: <vcpus> has no <vcpu enabled='yes'>: a domain needs one vCPU "
+                    "online");
         return FALSE;
     }
+    req->vcpus = hwloc_bitmap_weight(online);
     req->online = g_steal_pointer(&online);
     return TRUE;
 }
@@ -510,11 +517,18 @@ vpDomXMLBuild(xmlNodePtr root, const vpPolicy *defaults, GError **error)
      * pin: the policy is applied inside it. <vcpupin> still pins its vCPU. */
     req->cpuset = g_steal_pointer(&cpuset);
     if (!vpDomXMLParseType(root, req, error) || !vpDomXMLParseName(root, req, error) ||
-        !vpDomXMLParseUUID(root, req, error) || !vpDomXMLParseTopology(root, req, error) ||
-        !vpDomXMLParseCputune(root, req, error) || !vpDomXMLParseIOThreads(root, req, error) ||
-        !vpDomXMLParseVcpus(root, req, error) || !vpDomXMLParseMemory(root, req, error) ||
-        !vpDomXMLParseCells(root, req, error) || !vpDomXMLParseHugepages(root, req, error) ||
-        !vpDomXMLParseNumatune(root, req, error) || !vpDomXMLParseMetadata(root, req, error))
+        !vpDomXMLParseUUID(root, req, error))
+        return NULL;
+    /* Another driver's domain is left alone, so the rest is not read: the rules below are
+     * QEMU's (libvirt's bhyve driver, say, checks the guest topology its own way), and a
+     * refusal by them would hide the one thing to say, that vcpuplace does not place it. */
+    if (!vpRequestIsQemu(req))
+        return g_steal_pointer(&req);
+    if (!vpDomXMLParseTopology(root, req, error) || !vpDomXMLParseCputune(root, req, error) ||
+        !vpDomXMLParseIOThreads(root, req, error) || !vpDomXMLParseVcpus(root, req, error) ||
+        !vpDomXMLParseMemory(root, req, error) || !vpDomXMLParseCells(root, req, error) ||
+        !vpDomXMLParseHugepages(root, req, error) || !vpDomXMLParseNumatune(root, req, error) ||
+        !vpDomXMLParseMetadata(root, req, error))
         return NULL;
     return g_steal_pointer(&req);
 }

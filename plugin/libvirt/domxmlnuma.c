@@ -14,7 +14,8 @@ vpDomXMLMemory(const char *where, const char *value, const char *unit, guint64 *
 {
     g_autofree char *field = g_strdup_printf("domain XML: %s", where);
     g_autofree char *shown = vpDomXMLShow(value ? value : "");
-    g_autofree char *ushown = unit ? vpDomXMLShow(unit) : NULL;
+    /* An empty unit is no unit to libvirt (it reads attributes through XPath strings). */
+    g_autofree char *ushown = unit && *unit ? vpDomXMLShow(unit) : NULL;
 
     if (!vpMemoryScale(field, shown, ushown, "KiB", bytes, error))
         return FALSE;
@@ -247,8 +248,11 @@ vpDomXMLParseNumatune(xmlNodePtr root, vpRequest *req, GError **error)
                         shown);
             return FALSE;
         }
-        if (g_strcmp0(placement, "auto") == 0)
+        /* libvirt drops a nodeset given beside placement='auto': numad's advice wins. */
+        if (g_strcmp0(placement, "auto") == 0) {
             req->placement_auto = true;
+            g_clear_pointer(&nodes, g_free);
+        }
         if (nodes &&
             !(req->nodeset = vpDomXMLSet("<numatune><memory>", "nodeset", "node", nodes, error)))
             return FALSE;

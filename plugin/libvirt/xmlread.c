@@ -267,10 +267,12 @@ vpDomXMLNumber(const char *text, unsigned min, unsigned max, unsigned *out)
 {
     guint64 v;
 
-    /* libvirt allows blanks around numbers; g_ascii_string_to_unsigned does not. */
+    /* libvirt reads numbers with strtoul: blanks around them and one leading '+' pass
+     * there, and g_ascii_string_to_unsigned takes neither. */
     g_autofree char *copy = g_strstrip(g_strdup(text));
+    const char *digits = copy[0] == '+' ? copy + 1 : copy;
 
-    if (!g_ascii_string_to_unsigned(copy, 10, min, max, &v, NULL))
+    if (!g_ascii_isdigit(digits[0]) || !g_ascii_string_to_unsigned(digits, 10, min, max, &v, NULL))
         return FALSE;
     *out = v;
     return TRUE;

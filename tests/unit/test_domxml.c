@@ -395,9 +395,9 @@ static const struct {
     {D("<vcpu>2</vcpu><cputune><iothreadpin iothread='1' cpuset='x'/></cputune>"),
      "domain XML: <iothreadpin iothread='1'> cpuset='x' is not a CPU set of 0..16383 (e.g. "
      "0-7,^3)"},
-    {D("<vcpu current='1'>2</vcpu><vcpus><vcpu id='0' enabled='yes'/>"
-       "<vcpu id='1' enabled='yes'/></vcpus>"),
-     "domain XML: <vcpus> enables 2 vCPUs, but <vcpu current> is 1"},
+    {D("<vcpu current='1'>2</vcpu><vcpus><vcpu id='0' enabled='no'/>"
+       "<vcpu id='1' enabled='no'/></vcpus>"),
+     "domain XML: <vcpus> has no <vcpu enabled='yes'>: a domain needs one vCPU online"},
     {D("<vcpu current='1'>2</vcpu><vcpus><vcpu id='0' enabled='maybe'/></vcpus>"),
      "domain XML: <vcpus><vcpu id='0' enabled='maybe'> is not yes or no"},
     {D("<metadata><p:polcy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'/></metadata>"),
