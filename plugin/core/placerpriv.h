@@ -17,6 +17,7 @@ typedef enum {
 
 typedef enum {
     TIER_WHOLE,        /* isolate, pack: whole free cores only */
+    TIER_PACK_GROUP,   /* ... then, for a pack VM of a cookie group, its group's cores too */
     TIER_SPREAD,       /* a free core per vCPU */
     TIER_SPREAD_OWN,   /* ... then the VM's own siblings */
     TIER_SPREAD_GROUP, /* ... then siblings of domains that share its cookie */
@@ -90,6 +91,13 @@ static inline guint64
 partPage(const vpCtx *ctx, const vpPart *part)
 {
     return part->page ? part->page : ctx->req->hugepage_size;
+}
+
+/* A trust group whose VMs share one cookie (or none): they may share cores. */
+static inline bool
+vpPlacerGroupCookie(const vpPolicy *policy)
+{
+    return policy->group && policy->coresched != VP_CORESCHED_VM;
 }
 
 /* A core every PU of which is usable and free: isolate and pack own such cores. */
