@@ -52,10 +52,11 @@ coreTrusts(const vpRoom *r, const vpMove *moves, unsigned nmoves, int c, const v
     return true;
 }
 
-/* Does core c (after the moves) run a vCPU of a domain with the given smt, or of plan's? */
+/* Does core c (after the moves) run a vCPU of plan's domain, or (any_share) of a share
+ * domain, or (any_mate) of a domain of plan's cookie group? */
 static bool
 coreRuns(const vpRoom *r, const vpMove *moves, unsigned nmoves, int c, const vpPlan *plan,
-         bool any_share)
+         bool any_share, bool any_mate)
 {
     const vpCore *core = vpTopologyCore(r->topo, c);
 
@@ -66,7 +67,8 @@ coreRuns(const vpRoom *r, const vpMove *moves, unsigned nmoves, int c, const vpP
         if (o.kind != VP_OWN_VCPU || !holder)
             continue;
         if (strcmp(o.domain, plan->domain) == 0 ||
-            (any_share && holder->policy.smt == VP_SMT_SHARE))
+            (any_share && holder->policy.smt == VP_SMT_SHARE) ||
+            (any_mate && vpCompactTrusts(&plan->policy, plan->domain, holder)))
             return true;
     }
     return false;
@@ -116,15 +118,17 @@ destinationOn(const vpRoom *r, const vpPlan *plan, int from_core, int c, const b
     }
     if (pu < 0 || !coreTrusts(r, moves, nmoves, c, plan))
         return -1;
-    /* a numa:N VM's vCPUs stay on their node: each node is one of its guest cells */
+    /* a numa:N VM's vCPUs stay on their node: each node is one of its guest cells; a VM of
+     * a cookie group may join its group's cores, as its placement would once no core is free */
     if (plan->policy.smt == VP_SMT_SPREAD)
-        return coreRuns(r, moves, nmoves, c, plan, false) &&
+        return coreRuns(r, moves, nmoves, c, plan, false,
+                        plan->policy.group && plan->policy.coresched != VP_CORESCHED_VM) &&
                        (!vpLocalitySplit(plan->policy.locality) ||
                         node == nodeOf(r->topo, from_core))
                    ? pu
                    : -1;
     return node == nodeOf(r->topo, from_core) && inPlanGroup(r, plan, c) &&
-                   coreRuns(r, moves, nmoves, c, plan, true)
+                   coreRuns(r, moves, nmoves, c, plan, true, false)
                ? pu
                : -1;
 }
@@ -144,8 +148,9 @@ pinAfter(const vpPlan *plan, unsigned v, const vpMove *moves, unsigned nmoves)
 
 /* A legal destination for plan's vCPU now on logical PU from: a free usable PU, not on a
  * vacated core nor taken by an earlier move, inside the domain's memory nodes, on a core of
- * its own (spread: walked in vCPU order) or a share-held core of its node (share: walked in
- * core order). -1 when there is none. */
+ * its own (spread: walked in vCPU order), else for spread of a cookie group a core of its
+ * node its group runs on, or a share-held core of its node (share); those two walked in core
+ * order. -1 when there is none. */
 int
 vpCompactDestination(const vpRoom *r, const vpPlan *plan, int from, const bool *vacated,
                      const vpMove *moves, unsigned nmoves)
@@ -163,7 +168,8 @@ vpCompactDestination(const vpRoom *r, const vpPlan *plan, int from, const bool *
                 pu = destinationOn(r, plan, from_core, vpTopologyPU(r->topo, at)->core, vacated,
                                    moves, nmoves);
         }
-        return pu;
+        if (pu >= 0 || !plan->policy.group || plan->policy.coresched == VP_CORESCHED_VM)
+            return pu;
     }
     for (int i = 0; i < node->ncores && pu < 0; i++)
         pu = destinationOn(r, plan, from_core, node->cores[i], vacated, moves, nmoves);
@@ -192,6 +198,18 @@ vpCompactVacateCost(const vpRoom *r, int c)
     return cost;
 }
 
+/* What a move's destination is, for its reason. */
+static const char *
+moveKind(const vpRoom *r, const vpPlan *plan, int to, const vpPlan *into)
+{
+    if (plan->policy.smt != VP_SMT_SPREAD)
+        return "a share-held core of the same node";
+    return coreRuns(r, into->moves, into->nmoves, vpTopologyPU(r->topo, to)->core, plan, false,
+                    false)
+               ? "a sibling of a core it runs on"
+               : "a sibling of a core its trust group runs on";
+}
+
 /* The moves that vacate the given cores: every vCPU on them to its first legal
  * destination. FALSE when one has none. */
 gboolean
@@ -217,9 +235,7 @@ vpCompactMovesFor(const vpRoom *r, const GArray *cores, const char *reason, vpPl
             if (to < 0)
                 return FALSE;
             why = g_strdup_printf("makes room for domain '%s' (%s): onto %s", r->req->name, reason,
-                                  plan->policy.smt == VP_SMT_SPREAD
-                                      ? "a sibling of a core it runs on"
-                                      : "a share-held core of the same node");
+                                  moveKind(r, plan, to, into));
             vpPlanAddMove(into, o.domain, o.vcpu, vpTopologyPU(r->topo, core->pus[k])->os,
                           vpTopologyPU(r->topo, to)->os, why);
         }
