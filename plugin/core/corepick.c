@@ -32,6 +32,7 @@ pickReset(vpPick *pick)
     pick->n = 0;
     pick->nshared = 0;
     pick->leftover = 0;
+    pick->node_left = 0;
     g_array_set_size(pick->reserved, 0);
 }
 
@@ -297,11 +298,16 @@ tiersFor(const vpCtx *ctx, vpSmt smt, int *ntiers)
     }
 }
 
+/* Fewest vCPUs on shared cores, then best fit: for groups inside one NUMA node the node
+ * the VM fills most closely first, then the group, so that the roomiest nodes stay whole
+ * for VMs that need a whole node. */
 static bool
 better(const vpPick *a, const vpPick *b)
 {
     if (a->nshared != b->nshared)
         return a->nshared < b->nshared;
+    if (a->node_left != b->node_left)
+        return a->node_left < b->node_left;
     return a->leftover < b->leftover;
 }
 
@@ -361,6 +367,22 @@ okFree(const vpCtx *ctx, const vpGroup *g)
     return n;
 }
 
+/* Free PUs the NUMA node of group g keeps after the pick; 0 when g is not inside one node. */
+static int
+nodeLeft(const vpCtx *ctx, const vpGroup *g, const vpPick *pick)
+{
+    int node = vpTopologyCore(ctx->topo, g->cores[0])->group[VP_LEVEL_NUMA];
+
+    for (int i = 1; i < g->ncores; i++) {
+        if (vpTopologyCore(ctx->topo, g->cores[i])->group[VP_LEVEL_NUMA] != node)
+            return 0;
+    }
+    if (node < 0)
+        return 0;
+    return okFree(ctx, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, node)) - pick->n -
+           (int)pick->reserved->len;
+}
+
 static bool
 searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpChoice *best)
 {
@@ -382,6 +404,7 @@ searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpCh
             continue;
         }
         pickInGroup(ctx, g, smt, tier, n, &cand);
+        cand.node_left = level < VP_LEVEL_NUMA ? nodeLeft(ctx, g, &cand) : 0;
         if (cand.n < n || (found && !better(&cand, &best->pick)))
             continue;
         vpPick tmp = best->pick;

@@ -57,6 +57,7 @@ typedef struct {
     int *pus;         /* logical PU per vCPU */
     int nshared;      /* vCPUs that share a core with another vCPU of the VM */
     int leftover;     /* free PUs the group keeps */
+    int node_left;    /* free PUs its NUMA node keeps, for a group inside one node; else 0 */
     GArray *reserved; /* logical PUs held idle */
 } vpPick;
 
