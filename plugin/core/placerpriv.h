@@ -4,9 +4,11 @@
  */
 #pragma once
 
+#include "core/grow.h"
 #include "core/placer.h"
 
 #include <stdbool.h>
+#include <string.h>
 
 typedef enum {
     REL_NONE = 0, /* no PU of the core is held */
@@ -94,11 +96,14 @@ partPage(const vpCtx *ctx, const vpPart *part)
     return part->page ? part->page : ctx->req->hugepage_size;
 }
 
-/* A trust group whose VMs share one cookie (or none): they may share cores. */
+/* A pack VM of a trust group whose VMs share one cookie (or none) leaves free siblings to
+ * its group and takes its group's (corepick.c). A resize's own group (grow.h) stands for
+ * the domain alone: its new vCPUs reserve as the domain's first ones did. */
 static inline bool
 vpPlacerGroupCookie(const vpPolicy *policy)
 {
-    return policy->group && policy->coresched != VP_CORESCHED_VM;
+    return policy->group && policy->coresched != VP_CORESCHED_VM &&
+           strcmp(policy->group, VP_GROW_OWN_GROUP) != 0;
 }
 
 /* A core every PU of which is usable and free: isolate and pack own such cores. */

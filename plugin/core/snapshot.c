@@ -14,8 +14,8 @@
 static bool
 sameCookie(const vpPolicy *a, const vpPolicy *b)
 {
-    return vpPlacerGroupCookie(a) && b->group && strcmp(a->group, b->group) == 0 &&
-           a->coresched == b->coresched;
+    return a->group && b->group && strcmp(a->group, b->group) == 0 &&
+           a->coresched == b->coresched && a->coresched != VP_CORESCHED_VM;
 }
 
 /* A core holding a vCPU of a pack or isolate VM is that VM's (or its cookie group's): its
