@@ -38,7 +38,8 @@ typedef struct {
     int *nfree; /* usable free PUs per core */
     int *nusable;
     vpRel *rel;
-    bool *pufree;                    /* per logical PU: usable and not held */
+    bool *pufree; /* per logical PU: usable and not held */
+    int nclosed; /* free usable PUs hidden on cores other domains keep (snapshot.c), for refusals */
     GHashTable *orders[VP_SMT_LAST]; /* group -> its vpOrder (orderCores) */
     /* orders whose keys are still to be taken from the snapshot as it is: taken before the
      * snapshot changes (ctxSetMask, ctxHold), dropped unused when the placement ends */

@@ -39,6 +39,7 @@ closeCore(vpCtx *ctx, int c)
 
     for (int i = 0; i < core->npus; i++)
         ctx->pufree[core->pus[i]] = false;
+    ctx->nclosed += ctx->nfree[c];
     ctx->nfree[c] = 0;
 }
 
@@ -141,6 +142,7 @@ vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, cons
     ctx->owed = g_ptr_array_new();
     ctx->nok = g_new0(int, ctx->ncores);
     ctx->room = NULL;
+    ctx->nclosed = 0;
 
     for (int c = 0; c < ctx->ncores; c++) {
         const vpCore *core = vpTopologyCore(topo, c);
