@@ -15,7 +15,7 @@
  *    move never lands on one; destinations are free PUs beside the moved domain's own or
  *    trusted vCPUs, so no move puts a stranger on a core at any instant.
  */
-#include "core/compact.h"
+#include "core/compactpriv.h"
 
 #include <string.h>
 
@@ -27,17 +27,6 @@ vpCompactConfigInit(vpCompactConfig *cfg)
 {
     cfg->max_moves = VP_COMPACT_MAX_MOVES;
 }
-
-typedef struct {
-    const vpTopology *topo;
-    const vpLedger *ledger;
-    const vpRequest *req;
-    unsigned budget;
-    vpLevel levels[4];
-    int nlevels;
-    GHashTable *memory; /* domain -> its memory nodes, asked once per search */
-    int *room;          /* per core, what it offers the request now (coreRoom), taken once */
-} vpRoom;
 
 /* A set of cores to vacate, and what it costs. */
 typedef struct {
@@ -56,174 +45,6 @@ typedef struct {
     double width;    /* PUs per group at the plan's level */
 } vpOutcome;
 
-static vpOwner
-ownerAt(const vpRoom *r, const vpMove *moves, unsigned nmoves, int pu)
-{
-    return vpOwnerAfterMoves(r->topo, r->ledger, moves, nmoves, pu);
-}
-
-static int
-nodeOf(const vpTopology *topo, int core)
-{
-    return vpTopologyCore(topo, core)->group[VP_LEVEL_NUMA];
-}
-
-/* The placer's rule: siblings share one cookie, so only a trust group with a group cookie,
- * or with none, shares a core; share domains accept any other share domain. */
-static bool
-trusts(const vpPolicy *a, const char *adomain, const vpPlan *b)
-{
-    if (strcmp(adomain, b->domain) == 0)
-        return true;
-    if (a->group && b->policy.group && strcmp(a->group, b->policy.group) == 0 &&
-        a->coresched == b->policy.coresched && a->coresched != VP_CORESCHED_VM)
-        return true;
-    return a->smt == VP_SMT_SHARE && b->policy.smt == VP_SMT_SHARE;
-}
-
-/* May this running domain's vCPUs be moved to make room? */
-static bool
-movable(const vpRoom *r, const vpPlan *plan)
-{
-    return plan && plan->how == VP_HOW_PLACED && plan->policy.rebalance == VP_REBALANCE_AUTO &&
-           (plan->policy.smt == VP_SMT_SPREAD || plan->policy.smt == VP_SMT_SHARE) &&
-           !plan->overcommit && strcmp(plan->domain, r->req->name) != 0;
-}
-
-/* Does every holder of core c (after the moves) trust a vCPU of plan? */
-static bool
-coreTrusts(const vpRoom *r, const vpMove *moves, unsigned nmoves, int c, const vpPlan *plan)
-{
-    const vpCore *core = vpTopologyCore(r->topo, c);
-
-    for (int i = 0; i < core->npus; i++) {
-        vpOwner o = ownerAt(r, moves, nmoves, core->pus[i]);
-        const vpPlan *holder = o.domain ? vpLedgerLookup(r->ledger, o.domain) : NULL;
-
-        if (o.domain && (!holder || !trusts(&plan->policy, plan->domain, holder)))
-            return false;
-    }
-    return true;
-}
-
-/* Does core c (after the moves) run a vCPU of a domain with the given smt, or of plan's? */
-static bool
-coreRuns(const vpRoom *r, const vpMove *moves, unsigned nmoves, int c, const vpPlan *plan,
-         bool any_share)
-{
-    const vpCore *core = vpTopologyCore(r->topo, c);
-
-    for (int i = 0; i < core->npus; i++) {
-        vpOwner o = ownerAt(r, moves, nmoves, core->pus[i]);
-        const vpPlan *holder = o.domain ? vpLedgerLookup(r->ledger, o.domain) : NULL;
-
-        if (o.kind != VP_OWN_VCPU || !holder)
-            continue;
-        if (strcmp(o.domain, plan->domain) == 0 ||
-            (any_share && holder->policy.smt == VP_SMT_SHARE))
-            return true;
-    }
-    return false;
-}
-
-/* Is core c inside the group that holds plan (its level), so that a move keeps locality? */
-static bool
-inPlanGroup(const vpRoom *r, const vpPlan *plan, int c)
-{
-    if (plan->level >= VP_LEVEL_HOST || plan->level_index < 0)
-        return true;
-    return vpTopologyCore(r->topo, c)->group[plan->level] == plan->level_index;
-}
-
-static hwloc_const_bitmap_t
-memoryNodes(const vpRoom *r, const vpPlan *plan)
-{
-    hwloc_bitmap_t nodes = g_hash_table_lookup(r->memory, plan->domain);
-
-    if (!nodes) {
-        nodes = vpPlanMemoryNodes(plan, r->topo);
-        g_hash_table_insert(r->memory, plan->domain, nodes);
-    }
-    return nodes;
-}
-
-/* Core c as a destination for plan's vCPU from from_core: its first free usable PU when
- * the policy allows the core, else -1. */
-static int
-destinationOn(const vpRoom *r, const vpPlan *plan, int from_core, int c, const bool *vacated,
-              const vpMove *moves, unsigned nmoves)
-{
-    const vpCore *core = vpTopologyCore(r->topo, c);
-    int node = nodeOf(r->topo, c);
-    int pu = -1;
-
-    if (c == from_core || vacated[c] ||
-        !hwloc_bitmap_isset(memoryNodes(r, plan),
-                            vpTopologyGroup(r->topo, VP_LEVEL_NUMA, node)->os))
-        return -1;
-    for (int i = 0; i < core->npus && pu < 0; i++) {
-        const vpPU *p = vpTopologyPU(r->topo, core->pus[i]);
-
-        if (p->usable && !ownerAt(r, moves, nmoves, core->pus[i]).domain &&
-            (!plan->cpuset || hwloc_bitmap_isset(plan->cpuset, p->os)))
-            pu = core->pus[i];
-    }
-    if (pu < 0 || !coreTrusts(r, moves, nmoves, c, plan))
-        return -1;
-    /* a numa:N VM's vCPUs stay on their node: each node is one of its guest cells */
-    if (plan->policy.smt == VP_SMT_SPREAD)
-        return coreRuns(r, moves, nmoves, c, plan, false) &&
-                       (!vpLocalitySplit(plan->policy.locality) ||
-                        node == nodeOf(r->topo, from_core))
-                   ? pu
-                   : -1;
-    return node == nodeOf(r->topo, from_core) && inPlanGroup(r, plan, c) &&
-                   coreRuns(r, moves, nmoves, c, plan, true)
-               ? pu
-               : -1;
-}
-
-/* Where plan's vCPU runs once the moves are made. */
-static int
-pinAfter(const vpPlan *plan, unsigned v, const vpMove *moves, unsigned nmoves)
-{
-    int os = plan->vcpu_pu[v];
-
-    for (unsigned i = 0; i < nmoves; i++) {
-        if (moves[i].vcpu == v && strcmp(moves[i].domain, plan->domain) == 0)
-            os = (int)moves[i].to;
-    }
-    return os;
-}
-
-/* A legal destination for plan's vCPU now on logical PU from: a free usable PU, not on a
- * vacated core nor taken by an earlier move, inside the domain's memory nodes, on a core of
- * its own (spread: walked in vCPU order) or a share-held core of its node (share: walked in
- * core order). -1 when there is none. */
-static int
-destinationFor(const vpRoom *r, const vpPlan *plan, int from, const bool *vacated,
-               const vpMove *moves, unsigned nmoves)
-{
-    int from_core = vpTopologyPU(r->topo, from)->core;
-    const vpGroup *node = vpTopologyGroup(r->topo, VP_LEVEL_NUMA, nodeOf(r->topo, from_core));
-    int pu = -1;
-
-    if (plan->policy.smt == VP_SMT_SPREAD) {
-        for (unsigned v = 0; v < plan->nvcpus && pu < 0; v++) {
-            int os = pinAfter(plan, v, moves, nmoves);
-            int at = os >= 0 ? vpTopologyPUByOS(r->topo, os) : -1;
-
-            if (at >= 0)
-                pu = destinationOn(r, plan, from_core, vpTopologyPU(r->topo, at)->core, vacated,
-                                   moves, nmoves);
-        }
-        return pu;
-    }
-    for (int i = 0; i < node->ncores && pu < 0; i++)
-        pu = destinationOn(r, plan, from_core, node->cores[i], vacated, moves, nmoves);
-    return pu;
-}
-
 /* What core c offers the request, as the placer counts room: a whole core for isolate, its
  * PUs when whole for pack, its free PUs when no VM holds it for spread, its free PUs unless
  * a stranger holds it for share. vacated: as if every vCPU on it had moved off. */
@@ -236,7 +57,7 @@ coreRoom(const vpRoom *r, int c, bool vacated)
 
     for (int i = 0; i < core->npus; i++) {
         int pu = core->pus[i];
-        vpOwner o = vacated ? (vpOwner){NULL, VP_OWN_NONE, -1} : ownerAt(r, NULL, 0, pu);
+        vpOwner o = vacated ? (vpOwner){NULL, VP_OWN_NONE, -1} : vpCompactOwnerAt(r, NULL, 0, pu);
         const vpPlan *holder = o.domain ? vpLedgerLookup(r->ledger, o.domain) : NULL;
 
         usable += vpTopologyPU(r->topo, pu)->usable;
@@ -245,7 +66,7 @@ coreRoom(const vpRoom *r, int c, bool vacated)
             continue;
         }
         held = true;
-        stranger |= !holder || !trusts(&r->req->policy, r->req->name, holder);
+        stranger |= !holder || !vpCompactTrusts(&r->req->policy, r->req->name, holder);
     }
     switch (r->req->policy.smt) {
     case VP_SMT_ISOLATE:
@@ -278,63 +99,6 @@ emptyRoom(const vpRoom *r, const vpGroup *g)
             room += usable;
     }
     return room;
-}
-
-/* vCPUs to move off core c to vacate it, or -1 when something on it may not move (an
- * emulator, a reserved sibling, a time-shared PU, an unmovable domain). */
-static int
-vacateCost(const vpRoom *r, int c)
-{
-    const vpCore *core = vpTopologyCore(r->topo, c);
-    int cost = 0;
-
-    for (int i = 0; i < core->npus; i++) {
-        int pu = core->pus[i];
-        vpOwner o = ownerAt(r, NULL, 0, pu);
-
-        if (!o.domain)
-            continue;
-        if (o.kind != VP_OWN_VCPU || vpLedgerNOwners(r->ledger, pu) != 1 ||
-            !movable(r, vpLedgerLookup(r->ledger, o.domain)))
-            return -1;
-        cost++;
-    }
-    return cost;
-}
-
-/* The moves that vacate the given cores: every vCPU on them to its first legal
- * destination. FALSE when one has none. */
-static gboolean
-movesFor(const vpRoom *r, const GArray *cores, const char *reason, vpPlan *into)
-{
-    g_autofree bool *vacated = g_new0(bool, vpTopologyNCores(r->topo));
-
-    for (guint i = 0; i < cores->len; i++)
-        vacated[g_array_index(cores, int, i)] = true;
-    for (guint i = 0; i < cores->len; i++) {
-        const vpCore *core = vpTopologyCore(r->topo, g_array_index(cores, int, i));
-
-        for (int k = 0; k < core->npus; k++) {
-            vpOwner o = ownerAt(r, NULL, 0, core->pus[k]);
-            const vpPlan *plan;
-            g_autofree char *why = NULL;
-            int to;
-
-            if (!o.domain)
-                continue;
-            plan = vpLedgerLookup(r->ledger, o.domain);
-            to = destinationFor(r, plan, core->pus[k], vacated, into->moves, into->nmoves);
-            if (to < 0)
-                return FALSE;
-            why = g_strdup_printf("makes room for domain '%s' (%s): onto %s", r->req->name, reason,
-                                  plan->policy.smt == VP_SMT_SPREAD
-                                      ? "a sibling of a core it runs on"
-                                      : "a share-held core of the same node");
-            vpPlanAddMove(into, o.domain, o.vcpu, vpTopologyPU(r->topo, core->pus[k])->os,
-                          vpTopologyPU(r->topo, to)->os, why);
-        }
-    }
-    return TRUE;
 }
 
 static int
@@ -414,7 +178,7 @@ rateCores(const vpRoom *r, int *cost, int *gain, vpBlocked *blocked)
 
         r->room[c] = coreRoom(r, c, false);
         gain[c] = coreRoom(r, c, true) - r->room[c];
-        cost[c] = gain[c] > 0 ? vacateCost(r, c) : -1;
+        cost[c] = gain[c] > 0 ? vpCompactVacateCost(r, c) : -1;
         if (gain[c] <= 0)
             continue;
         if (cost[c] < 0) {
@@ -428,10 +192,10 @@ rateCores(const vpRoom *r, int *cost, int *gain, vpBlocked *blocked)
         }
         vacated[c] = true;
         for (int i = 0; i < core->npus && cost[c] >= 0; i++) {
-            vpOwner o = ownerAt(r, NULL, 0, core->pus[i]);
+            vpOwner o = vpCompactOwnerAt(r, NULL, 0, core->pus[i]);
 
-            if (o.domain && destinationFor(r, vpLedgerLookup(r->ledger, o.domain), core->pus[i],
-                                           vacated, NULL, 0) < 0)
+            if (o.domain && vpCompactDestination(r, vpLedgerLookup(r->ledger, o.domain),
+                                                 core->pus[i], vacated, NULL, 0) < 0)
                 cost[c] = -1;
         }
         vacated[c] = false;
@@ -506,7 +270,7 @@ roomPossible(const vpRoom *r)
         smallest = MIN(smallest, core->npus);
         for (int i = 0; i < core->npus; i++)
             nfree += vpTopologyPU(r->topo, core->pus[i])->usable &&
-                     !ownerAt(r, NULL, 0, core->pus[i]).domain;
+                     !vpCompactOwnerAt(r, NULL, 0, core->pus[i]).domain;
     }
     if (r->req->policy.smt == VP_SMT_ISOLATE)
         return nfree >= (int)r->req->vcpus * MAX(smallest, 1);
@@ -549,10 +313,11 @@ judge(const vpRoom *r, const vpPlan *plan, const vpMove *moves, unsigned nmoves)
         bool stranger = false;
 
         for (int i = 0; core && i < core->npus; i++) {
-            vpOwner own = ownerAt(r, moves, nmoves, core->pus[i]);
+            vpOwner own = vpCompactOwnerAt(r, moves, nmoves, core->pus[i]);
             const vpPlan *holder = own.domain ? vpLedgerLookup(r->ledger, own.domain) : NULL;
 
-            stranger |= own.domain && (!holder || !trusts(&r->req->policy, r->req->name, holder));
+            stranger |=
+                own.domain && (!holder || !vpCompactTrusts(&r->req->policy, r->req->name, holder));
         }
         o.strangers += stranger;
     }
@@ -610,7 +375,7 @@ tryCandidates(const vpRoom *r, const GArray *cands, const vpOutcome *base, const
         g_autoptr(vpPlan) plan = NULL;
         vpOutcome o;
 
-        if (!movesFor(r, cand->cores, why, moves))
+        if (!vpCompactMovesFor(r, cand->cores, why, moves))
             continue;
         plan = vpPlaceAfter(r->topo, r->ledger, r->req, moves->moves, moves->nmoves, NULL);
         o = judge(r, plan, moves->moves, moves->nmoves);

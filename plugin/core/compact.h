@@ -4,7 +4,8 @@
  * the domain needs, look for at most max_moves moves of running vCPUs after which the
  * placer answers better, and return that plan with its moves. Pure and deterministic, like
  * the placer. A move keeps the moved domain's policy and memory: a spread VM moves only onto
- * a sibling of a core it already runs on, a share VM only onto a share-held core of the same
+ * a sibling of a core it already runs on (of a one-cookie trust group: or of a core of its
+ * node its group runs on), a share VM only onto a share-held core of the same
  * node (and of its own locality group); never beside a stranger, never off the domain's
  * memory nodes (vpPlanMemoryNodes()), never a domain with rebalance=off, pins of its own or
  * an adopted plan. Fewest moves first, then the smallest locality level.

@@ -32,6 +32,7 @@ pickReset(vpPick *pick)
     pick->n = 0;
     pick->nshared = 0;
     pick->leftover = 0;
+    pick->node_left = 0;
     g_array_set_size(pick->reserved, 0);
 }
 
@@ -105,8 +106,55 @@ pickPack(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
                     MIN(size, n - pick->n))
                 continue;
             takeFree(ctx, c, size, pick, n);
-            reserveRest(ctx, c, pick);
+            if (!vpPlacerGroupCookie(&ctx->req->policy))
+                reserveRest(ctx, c, pick);
         }
+    }
+}
+
+/* How many PUs core c gives a pack VM of a cookie group that still needs `want`, in whole
+ * guest cores of `block` threads: its whole free cores and the free siblings of cores only
+ * its group holds. */
+static int
+packGroupRoom(const vpCtx *ctx, int c, int want, int block, const vpPick *pick)
+{
+    int room;
+
+    if (!coreWhole(ctx, c) && ctx->rel[c] != REL_GROUP)
+        return 0;
+    room = MIN(ctx->nok[c], vpPlacerNodeRoom(ctx, pick, vpTopologyCore(ctx->topo, c)->pus[0]));
+    room = MIN(room, want);
+    return room - room % block;
+}
+
+/* Once no group of any level has whole cores enough, a pack VM of a cookie group takes the
+ * free siblings of its group's cores as well: one cookie per core still, so no stranger, and
+ * siblings its group left idle are no longer lost. Each guest core of the VM stays on one
+ * host core; the core whose room the VM fills most closely first (as share does), so that
+ * whole cores stay whole. */
+static void
+pickPackGroup(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
+{
+    int block = ctx->req->threads > 0 ? (int)ctx->req->threads : 1;
+    g_autofree bool *done = g_new0(bool, g->ncores);
+
+    while (pick->n < n) {
+        int want = n - pick->n, best = -1, best_room = 0;
+
+        for (int i = 0; i < g->ncores; i++) {
+            int room = done[i] ? 0 : packGroupRoom(ctx, g->cores[i], want, block, pick);
+            int spare = room ? ctx->nok[g->cores[i]] - room : 0;
+
+            if (room > best_room ||
+                (room && room == best_room && spare < ctx->nok[g->cores[best]] - best_room)) {
+                best = i;
+                best_room = room;
+            }
+        }
+        if (best < 0)
+            break;
+        done[best] = true;
+        takeFree(ctx, g->cores[best], best_room, pick, n);
     }
 }
 
@@ -204,7 +252,10 @@ pickInGroup(const vpCtx *ctx, const vpGroup *g, vpSmt smt, vpTier tier, int n, v
         pickIsolate(ctx, &view, n, pick);
         break;
     case VP_SMT_PACK:
-        pickPack(ctx, &view, n, pick);
+        if (tier == TIER_PACK_GROUP)
+            pickPackGroup(ctx, &view, n, pick);
+        else
+            pickPack(ctx, &view, n, pick);
         break;
     case VP_SMT_SPREAD:
         pickSpread(ctx, &view, n, tier, pick);
@@ -220,15 +271,22 @@ pickInGroup(const vpCtx *ctx, const vpGroup *g, vpSmt smt, vpTier tier, int n, v
 }
 
 static const vpTier *
-tiersFor(vpSmt smt, int *ntiers)
+tiersFor(const vpCtx *ctx, vpSmt smt, int *ntiers)
 {
     static const vpTier whole[] = {TIER_WHOLE};
+    static const vpTier pack_group[] = {TIER_WHOLE, TIER_PACK_GROUP};
     static const vpTier spread[] = {TIER_SPREAD, TIER_SPREAD_OWN, TIER_SPREAD_GROUP};
     static const vpTier share[] = {TIER_SHARE};
 
     switch (smt) {
-    case VP_SMT_ISOLATE:
     case VP_SMT_PACK:
+        if (vpPlacerGroupCookie(&ctx->req->policy)) {
+            *ntiers = G_N_ELEMENTS(pack_group);
+            return pack_group;
+        }
+        *ntiers = G_N_ELEMENTS(whole);
+        return whole;
+    case VP_SMT_ISOLATE:
         *ntiers = G_N_ELEMENTS(whole);
         return whole;
     case VP_SMT_SPREAD:
@@ -240,11 +298,16 @@ tiersFor(vpSmt smt, int *ntiers)
     }
 }
 
+/* Fewest vCPUs on shared cores, then best fit: for groups inside one NUMA node the node
+ * the VM fills most closely first, then the group, so that the roomiest nodes stay whole
+ * for VMs that need a whole node. */
 static bool
 better(const vpPick *a, const vpPick *b)
 {
     if (a->nshared != b->nshared)
         return a->nshared < b->nshared;
+    if (a->node_left != b->node_left)
+        return a->node_left < b->node_left;
     return a->leftover < b->leftover;
 }
 
@@ -304,6 +367,22 @@ okFree(const vpCtx *ctx, const vpGroup *g)
     return n;
 }
 
+/* Free PUs the NUMA node of group g keeps after the pick; 0 when g is not inside one node. */
+static int
+nodeLeft(const vpCtx *ctx, const vpGroup *g, const vpPick *pick)
+{
+    int node = vpTopologyCore(ctx->topo, g->cores[0])->group[VP_LEVEL_NUMA];
+
+    for (int i = 1; i < g->ncores; i++) {
+        if (vpTopologyCore(ctx->topo, g->cores[i])->group[VP_LEVEL_NUMA] != node)
+            return 0;
+    }
+    if (node < 0)
+        return 0;
+    return okFree(ctx, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, node)) - pick->n -
+           (int)pick->reserved->len;
+}
+
 static bool
 searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpChoice *best)
 {
@@ -325,6 +404,7 @@ searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpCh
             continue;
         }
         pickInGroup(ctx, g, smt, tier, n, &cand);
+        cand.node_left = level < VP_LEVEL_NUMA ? nodeLeft(ctx, g, &cand) : 0;
         if (cand.n < n || (found && !better(&cand, &best->pick)))
             continue;
         vpPick tmp = best->pick;
@@ -439,7 +519,7 @@ searchSplit(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n, vpChoice *best)
 {
     int nn = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA), per = n / (int)nodes;
     int ntiers, chosen[VP_LOCALITY_SPLIT_MAX];
-    const vpTier *base = tiersFor(smt, &ntiers);
+    const vpTier *base = tiersFor(ctx, smt, &ntiers);
     vpTier tiers[8];
     g_autofree vpPick *picks = g_new0(vpPick, nn);
     g_autofree bool *fits = g_new0(bool, nn);
@@ -489,7 +569,7 @@ vpPlacerSearch(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice
     vpLevel levels[4];
     int nlevels = vpPlacerLevels(ctx->topo, locality, levels);
     int ntiers;
-    const vpTier *tiers = tiersFor(smt, &ntiers);
+    const vpTier *tiers = tiersFor(ctx, smt, &ntiers);
     int local = smt == VP_SMT_SPREAD ? nodeLevels(levels, nlevels) : 0;
     unsigned split = vpLocalitySplit(locality);
 

@@ -14,9 +14,8 @@
 
 #include <string.h>
 
-/* Names that no libvirt domain and no trust group can have ('/' is refused by both). */
+/* A name that no libvirt domain can have ('/' is refused). */
 #define OUTSIDE_DOMAIN "/outside"
-#define OWN_GROUP "/own"
 
 /* "vCPU 2" or "vCPUs 2-3", for messages. */
 static char *
@@ -347,7 +346,7 @@ subRequest(const vpPlan *plan, const vpRequest *req, unsigned first, unsigned la
     vpPolicyCopy(&sub->policy, &plan->policy);
     if (!sharesCookieWithGroup(&plan->policy)) {
         g_free(sub->policy.group);
-        sub->policy.group = g_strdup(OWN_GROUP);
+        sub->policy.group = g_strdup(VP_GROW_OWN_GROUP);
         sub->policy.coresched = VP_CORESCHED_GROUP;
     }
     /* the emulator's PUs are the plan's business, not the new vCPUs' */

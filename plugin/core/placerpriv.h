@@ -4,9 +4,11 @@
  */
 #pragma once
 
+#include "core/grow.h"
 #include "core/placer.h"
 
 #include <stdbool.h>
+#include <string.h>
 
 typedef enum {
     REL_NONE = 0, /* no PU of the core is held */
@@ -17,6 +19,7 @@ typedef enum {
 
 typedef enum {
     TIER_WHOLE,        /* isolate, pack: whole free cores only */
+    TIER_PACK_GROUP,   /* ... then, for a pack VM of a cookie group, its group's cores too */
     TIER_SPREAD,       /* a free core per vCPU */
     TIER_SPREAD_OWN,   /* ... then the VM's own siblings */
     TIER_SPREAD_GROUP, /* ... then siblings of domains that share its cookie */
@@ -35,7 +38,8 @@ typedef struct {
     int *nfree; /* usable free PUs per core */
     int *nusable;
     vpRel *rel;
-    bool *pufree;                    /* per logical PU: usable and not held */
+    bool *pufree; /* per logical PU: usable and not held */
+    int nclosed; /* free usable PUs hidden on cores other domains keep (snapshot.c), for refusals */
     GHashTable *orders[VP_SMT_LAST]; /* group -> its vpOrder (orderCores) */
     /* orders whose keys are still to be taken from the snapshot as it is: taken before the
      * snapshot changes (ctxSetMask, ctxHold), dropped unused when the placement ends */
@@ -56,6 +60,7 @@ typedef struct {
     int *pus;         /* logical PU per vCPU */
     int nshared;      /* vCPUs that share a core with another vCPU of the VM */
     int leftover;     /* free PUs the group keeps */
+    int node_left;    /* free PUs its NUMA node keeps, for a group inside one node; else 0 */
     GArray *reserved; /* logical PUs held idle */
 } vpPick;
 
@@ -90,6 +95,16 @@ static inline guint64
 partPage(const vpCtx *ctx, const vpPart *part)
 {
     return part->page ? part->page : ctx->req->hugepage_size;
+}
+
+/* A pack VM of a trust group whose VMs share one cookie (or none) leaves free siblings to
+ * its group and takes its group's (corepick.c). A resize's own group (grow.h) stands for
+ * the domain alone: its new vCPUs reserve as the domain's first ones did. */
+static inline bool
+vpPlacerGroupCookie(const vpPolicy *policy)
+{
+    return policy->group && policy->coresched != VP_CORESCHED_VM &&
+           strcmp(policy->group, VP_GROW_OWN_GROUP) != 0;
 }
 
 /* A core every PU of which is usable and free: isolate and pack own such cores. */

@@ -136,6 +136,11 @@ vpPlacerRefusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
                                levels[l] == VP_LEVEL_HOST ? "" : "best ",
                                vpPlacerLevelPhrase(levels[l]), best);
     }
+    if (ctx->nclosed > 0)
+        g_string_append_printf(s,
+                               " (%d more free %s on cores of other trust groups' pack or "
+                               "isolate VMs, which keep them)",
+                               ctx->nclosed, ctx->nclosed == 1 ? "PU" : "PUs");
     return g_string_free(g_steal_pointer(&s), FALSE);
 }
 

@@ -18,6 +18,31 @@ sameCookie(const vpPolicy *a, const vpPolicy *b)
            a->coresched == b->coresched && a->coresched != VP_CORESCHED_VM;
 }
 
+/* A core holding a vCPU of a pack or isolate VM is that VM's (or its cookie group's): its
+ * free siblings are no stranger's at any tier. A pack VM of a cookie group leaves them free
+ * for its group instead of reserving them (corepick.c), and a group mate that leaves a
+ * sibling of such a core frees it for the group only. */
+static bool
+closesCore(const vpCtx *ctx, const vpPlan *owner)
+{
+    return (owner->policy.smt == VP_SMT_PACK || owner->policy.smt == VP_SMT_ISOLATE) &&
+           owner->how != VP_HOW_PINNED && !owner->degraded &&
+           strcmp(owner->domain, ctx->req->name) != 0 &&
+           !sameCookie(&ctx->req->policy, &owner->policy);
+}
+
+/* Hides the free PUs of core c from the requester. */
+static void
+closeCore(vpCtx *ctx, int c)
+{
+    const vpCore *core = vpTopologyCore(ctx->topo, c);
+
+    for (int i = 0; i < core->npus; i++)
+        ctx->pufree[core->pus[i]] = false;
+    ctx->nclosed += ctx->nfree[c];
+    ctx->nfree[c] = 0;
+}
+
 static vpRel
 relationOf(const vpCtx *ctx, const vpPlan *owner)
 {
@@ -26,6 +51,31 @@ relationOf(const vpCtx *ctx, const vpPlan *owner)
     if (owner->policy.smt == VP_SMT_SHARE)
         return REL_SHARE;
     return REL_FOREIGN;
+}
+
+/* ownerRel()'s value: the relation, and whether the holder closes its core (closesCore). */
+#define REL_MASK 0xff
+#define REL_CLOSES 0x100
+
+/* The relation of one holder, cached per domain (a vCPU and a reserved PU of one domain
+ * relate alike; only a vCPU closes its core). */
+static gpointer
+ownerRel(const vpCtx *ctx, GHashTable *rel_by_domain, vpOwner owner)
+{
+    gpointer r;
+
+    if (!g_hash_table_lookup_extended(rel_by_domain, owner.domain, NULL, &r)) {
+        const vpPlan *plan = vpLedgerLookup(ctx->ledger, owner.domain);
+        int v = plan ? (int)relationOf(ctx, plan) : REL_FOREIGN;
+
+        if (plan && closesCore(ctx, plan))
+            v |= REL_CLOSES;
+        r = GINT_TO_POINTER(v);
+        g_hash_table_insert(rel_by_domain, (gpointer)owner.domain, r);
+    }
+    if (owner.kind != VP_OWN_VCPU)
+        r = GINT_TO_POINTER(GPOINTER_TO_INT(r) & REL_MASK);
+    return r;
 }
 
 vpOwner
@@ -74,6 +124,7 @@ vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, cons
     g_autoptr(GHashTable) rel_by_domain = g_hash_table_new(NULL, NULL);
     /* neighbouring PUs mostly have one holder */
     const char *last_domain = NULL;
+    vpOwnKind last_kind = VP_OWN_NONE;
     gpointer last_rel = NULL;
 
     ctx->topo = topo;
@@ -91,9 +142,12 @@ vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, cons
     ctx->owed = g_ptr_array_new();
     ctx->nok = g_new0(int, ctx->ncores);
     ctx->room = NULL;
+    ctx->nclosed = 0;
 
     for (int c = 0; c < ctx->ncores; c++) {
         const vpCore *core = vpTopologyCore(topo, c);
+
+        bool closed = false;
 
         for (int i = 0; i < core->npus; i++) {
             int pu = core->pus[i];
@@ -109,18 +163,19 @@ vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, cons
                 continue;
             }
             ctx->nusable[c] += vpTopologyPU(topo, pu)->usable;
-            if (owner.domain == last_domain) {
+            if (owner.domain == last_domain && owner.kind == last_kind) {
                 r = last_rel;
-            } else if (!g_hash_table_lookup_extended(rel_by_domain, owner.domain, NULL, &r)) {
-                const vpPlan *plan = vpLedgerLookup(ledger, owner.domain);
-
-                r = GINT_TO_POINTER(plan ? relationOf(ctx, plan) : REL_FOREIGN);
-                g_hash_table_insert(rel_by_domain, (gpointer)owner.domain, r);
+            } else {
+                r = ownerRel(ctx, rel_by_domain, owner);
             }
             last_domain = owner.domain;
+            last_kind = owner.kind;
             last_rel = r;
-            ctx->rel[c] = MAX(ctx->rel[c], (vpRel)GPOINTER_TO_INT(r));
+            ctx->rel[c] = MAX(ctx->rel[c], (vpRel)(GPOINTER_TO_INT(r) & REL_MASK));
+            closed |= (GPOINTER_TO_INT(r) & REL_CLOSES) != 0;
         }
+        if (closed)
+            closeCore(ctx, c);
         ctx->nok[c] = ctx->nfree[c];
     }
 }

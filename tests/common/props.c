@@ -101,6 +101,50 @@ checkPack(const vpTopology *topo, const vpPlan *plan, GError **error)
     return TRUE;
 }
 
+/* A pack or isolate domain (placed, not relaxed) keeps its cores: isolate to itself, pack to
+ * itself and its one-cookie trust group. */
+static bool
+keepsCores(const vpPlan *p)
+{
+    return (p->policy.smt == VP_SMT_PACK || p->policy.smt == VP_SMT_ISOLATE) && !p->degraded &&
+           p->how == VP_HOW_PLACED;
+}
+
+static bool
+oneCookie(const vpPlan *a, const vpPlan *b)
+{
+    return a->group && b->group && strcmp(a->group, b->group) == 0 &&
+           a->policy.coresched == b->policy.coresched && a->policy.coresched != VP_CORESCHED_VM;
+}
+
+/* No vCPU of plan on a core with a vCPU of another domain where either keeps its cores
+ * (keepsCores) from the other, whatever the host has free. */
+static gboolean
+checkKeptCores(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, GError **error)
+{
+    if (plan->how != VP_HOW_PLACED)
+        return TRUE;
+    for (unsigned v = 0; v < plan->nvcpus; v++) {
+        int pu = plan->vcpu_pu[v] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[v]) : -1;
+        const vpCore *core = pu >= 0 ? vpTopologyCore(topo, vpTopologyPU(topo, pu)->core) : NULL;
+
+        for (int i = 0; core && i < core->npus; i++) {
+            vpOwner o = vpLedgerOwner(ledger, core->pus[i]);
+            const vpPlan *other = o.domain ? vpLedgerLookup(ledger, o.domain) : NULL;
+
+            if (!other || o.kind != VP_OWN_VCPU || strcmp(other->domain, plan->domain) == 0 ||
+                !(keepsCores(plan) || keepsCores(other)))
+                continue;
+            if ((keepsCores(plan) && plan->policy.smt == VP_SMT_ISOLATE) ||
+                (keepsCores(other) && other->policy.smt == VP_SMT_ISOLATE) ||
+                !oneCookie(plan, other))
+                return fail(error, "CPU %d shares a core with '%s' (smt=%s), not of one cookie",
+                            plan->vcpu_pu[v], other->domain, vpSmtName(other->policy.smt));
+        }
+    }
+    return TRUE;
+}
+
 static int
 nodeOf(const vpTopology *topo, int cpu)
 {
@@ -431,8 +475,9 @@ vpCheckPlan(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req
     }
     return checkNoDoubleBooking(topo, ledger, plan, error) &&
            checkSiblings(topo, ledger, req, plan, error) && checkPack(topo, plan, error) &&
-           checkConstraints(topo, req, plan, error) && checkCells(topo, ledger, req, plan, error) &&
-           checkMemory(topo, ledger, plan, error) && checkOwnPins(topo, ledger, req, plan, error);
+           checkKeptCores(topo, ledger, plan, error) && checkConstraints(topo, req, plan, error) &&
+           checkCells(topo, ledger, req, plan, error) && checkMemory(topo, ledger, plan, error) &&
+           checkOwnPins(topo, ledger, req, plan, error);
 }
 
 static bool
