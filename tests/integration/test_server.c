@@ -37,6 +37,12 @@ handle(JsonObject *req, vpServerCall *call, vpServerAfter *after, gpointer data)
         g_mutex_unlock(&gate_lock);
     }
     const char *name = vpProtoGetString(req, "name", FALSE, NULL);
+    if (op && strcmp(op, "echo") == 0 && name) {
+        JsonObject *o;
+        JsonNode *reply = vpProtoReplyOk(&o);
+        json_object_set_string_member(o, "name", name);
+        return reply;
+    }
     if (op && strcmp(op, "reserve") == 0 && name && strcmp(name, "hold") == 0) {
         g_mutex_lock(&gate_lock);
         g_ptr_array_add(held, call);
@@ -338,6 +344,37 @@ START_TEST(test_silent_make_room)
 }
 END_TEST
 
+/* Lines that come in many reads, and reads that end inside a line: the server searches
+ * each part for its newline once, and must still find every line whole. */
+START_TEST(test_lines_in_pieces)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    int fd = connectTo(TRUE);
+    g_autofree char *long_name = g_strnfill(100 * 1024, 'a');
+    g_autofree char *text =
+        g_strdup_printf("{\"op\":\"echo\",\"name\":\"%s\"}\n{\"op\":\"echo\",\"name\":\"b\"}\n"
+                        "{\"op\":\"echo\",\"na",
+                        long_name);
+    gsize len = strlen(text);
+    for (gsize done = 0; done < len; done += 4096) {
+        g_autofree char *piece = g_strndup(text + done, MIN(4096, len - done));
+        sendAll(fd, piece);
+        g_usleep(1000);
+    }
+    g_usleep(20 * 1000);
+    sendAll(fd, "me\":\"c\"}\n");
+    const char *want[] = {long_name, "b", "c"};
+    for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *line = readLine(fd, 10000);
+        g_autoptr(JsonObject) o = vpProtoDecodeObject(line, strlen(line), NULL);
+        ck_assert_msg(o, "reply %zu: %.80s", i, line);
+        ck_assert(json_object_get_boolean_member(o, "ok"));
+        ck_assert_str_eq(json_object_get_string_member(o, "name"), want[i]);
+    }
+    close(fd);
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -348,6 +385,7 @@ vpTestSuite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_backlog);
     tcase_add_test(tc, test_pipeline_bounded);
+    tcase_add_test(tc, test_lines_in_pieces);
     tcase_add_test(tc, test_idle_timeout);
     tcase_add_test(tc, test_hook_slots);
     tcase_add_test(tc, test_silent_make_room);
