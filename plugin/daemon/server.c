@@ -31,6 +31,11 @@
  * past it wait in the read buffer (which then is not refilled) until replies drain. */
 #define VP_SERVER_MAX_QUEUED 64
 #define VP_SERVER_SWEEP_MS 250
+/* Connections accepted per turn of the loop. A turn costs in proportion to the connections
+ * open (GLib prepares, polls and checks one source each), and one accept per turn left a
+ * hook queued in the backlog behind hundreds of idle peers' connects (bench-hookload.sh:
+ * half the socket thread's time in the loop itself). */
+#define VP_SERVER_ACCEPT_BATCH 64
 
 struct _vpServer {
     gint ref;
@@ -39,9 +44,10 @@ struct _vpServer {
     GThread *thread;
     gint quit; /* atomic: the thread stops serving */
     GSocketService *service;
+    GSocket *listen; /* the service's socket, for the accepts after the first of a turn */
     vpServerHandleFunc handle;
     gpointer user_data;
-    GList *clients; /* the server's thread only */
+    GQueue clients; /* vpClient by its link, newest first; the server's thread only */
     GMutex lock;    /* guards stopped */
     gboolean stopped;
     guint idle_ms;       /* atomic */
@@ -65,6 +71,7 @@ typedef struct {
 
 typedef struct {
     gint ref;
+    GList link;    /* in the server's clients */
     vpServer *srv; /* NULL once the server is gone */
     GSocketConnection *conn;
     GCancellable *cancel;
@@ -150,7 +157,7 @@ clientClose(vpClient *c)
     g_cancellable_cancel(c->cancel);
     g_io_stream_close(G_IO_STREAM(c->conn), NULL, NULL);
     if (c->srv) {
-        c->srv->clients = g_list_remove(c->srv->clients, c);
+        g_queue_unlink(&c->srv->clients, &c->link);
         if (!c->hook_slot)
             c->srv->n_general--;
     }
@@ -435,20 +442,20 @@ clientRefuse(vpClient *c, const char *why, gint *counter, gboolean retry)
     clientQueue(c, reply, NULL);
 }
 
-/* Closes the connection silent longest, if one has been silent long enough. */
+/* Closes the connection silent longest, if one has been silent long enough. A silent
+ * connection's last activity is its accept, so the oldest is the first found from the
+ * queue's tail (clients that asked something leave the queue soon). */
 static void
 serverEvictSilent(vpServer *srv)
 {
     gint64 now = g_get_monotonic_time();
     vpClient *oldest = NULL;
-    for (GList *l = srv->clients; l; l = l->next) {
+    for (GList *l = srv->clients.tail; l && !oldest; l = l->prev) {
         vpClient *o = l->data;
-        if (o->asked || o->closing || now - o->active < VP_SERVER_EVICT_SILENT_MS * 1000)
-            continue;
-        if (!oldest || o->active < oldest->active)
+        if (!o->asked && !o->closing)
             oldest = o;
     }
-    if (!oldest)
+    if (!oldest || now - oldest->active < VP_SERVER_EVICT_SILENT_MS * 1000)
         return;
     g_atomic_int_inc(&srv->stats.closed_idle);
     serverLogLimited(srv, oldest->peer, "closed: asked nothing while every slot was taken");
@@ -464,7 +471,7 @@ serverSweep(gpointer data)
     gint64 now = g_get_monotonic_time();
     gint64 idle = (gint64)g_atomic_int_get(&srv->idle_ms) * 1000;
     GList *idle_clients = NULL;
-    for (GList *l = srv->clients; l; l = l->next) {
+    for (GList *l = srv->clients.head; l; l = l->next) {
         vpClient *c = l->data;
         gint64 limit = c->hook_slot && !c->asked
                            ? MIN(idle, VP_SERVER_HOOK_SLOT_IDLE_MS * (gint64)1000)
@@ -503,9 +510,10 @@ serverStop(vpServer *srv)
     g_source_destroy(srv->sweep);
     g_clear_pointer(&srv->sweep, g_source_unref);
     g_signal_handlers_disconnect_by_data(srv->service, srv);
-    while (srv->clients) {
-        vpClient *c = srv->clients->data;
-        srv->clients = g_list_delete_link(srv->clients, srv->clients);
+    g_clear_object(&srv->listen);
+    GList *l;
+    while ((l = g_queue_pop_head_link(&srv->clients))) {
+        vpClient *c = l->data;
         c->srv = NULL;
         clientClose(c);
     }
@@ -523,22 +531,22 @@ serverMain(gpointer data)
     return NULL;
 }
 
-static gboolean
-onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
+static void
+serverAdmit(vpServer *srv, GSocketConnection *conn)
 {
-    vpServer *srv = data;
     vpClient *c = g_new0(vpClient, 1);
     c->ref = 1;
+    c->link.data = c;
     c->srv = srv;
     c->conn = g_object_ref(conn);
     c->cancel = g_cancellable_new();
     c->buf = g_byte_array_new();
     g_queue_init(&c->replies);
     c->active = g_get_monotonic_time();
-    if (g_list_length(srv->clients) >= VP_SERVER_MAX_CLIENTS)
+    if (srv->clients.length >= VP_SERVER_MAX_CLIENTS)
         serverEvictSilent(srv);
-    srv->clients = g_list_prepend(srv->clients, c);
-    guint n = g_list_length(srv->clients);
+    g_queue_push_head_link(&srv->clients, &c->link);
+    guint n = srv->clients.length;
     c->hook_slot = srv->n_general >= VP_SERVER_MAX_CLIENTS - VP_SERVER_HOOK_SLOTS;
     if (!c->hook_slot)
         srv->n_general++;
@@ -558,7 +566,7 @@ onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gp
                  : g_strdup_printf("permission denied: peer credentials unavailable: %s",
                                    err->message);
         clientRefuse(c, msg, &srv->stats.refused_peer, FALSE);
-        return TRUE;
+        return;
     }
     /* Every slot busy with a request or a peer that spoke (silent ones made room above):
      * refused at once, so that a burst of idle peers cannot queue ahead of hooks in the
@@ -566,9 +574,27 @@ onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gp
     if (n > VP_SERVER_MAX_CLIENTS) {
         clientRefuse(c, "too many connections to vcpuplaced; try again", &srv->stats.refused_full,
                      TRUE);
-        return TRUE;
+        return;
     }
     clientRead(c);
+}
+
+/* The service accepted one; the rest of the backlog, up to a batch, is taken now. The
+ * socket is checked first: an accept on it would wait when nothing is pending. */
+static gboolean
+onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
+{
+    vpServer *srv = data;
+    serverAdmit(srv, conn);
+    for (int i = 1; i < VP_SERVER_ACCEPT_BATCH && srv->listen &&
+                    (g_socket_condition_check(srv->listen, G_IO_IN) & G_IO_IN);
+         i++) {
+        g_autoptr(GSocket) sock = g_socket_accept(srv->listen, NULL, NULL);
+        if (!sock)
+            break;
+        g_autoptr(GSocketConnection) more = g_socket_connection_factory_create_connection(sock);
+        serverAdmit(srv, more);
+    }
     return TRUE;
 }
 
@@ -656,6 +682,7 @@ vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GEr
         serverUnref(srv);
         return NULL;
     }
+    srv->listen = g_object_ref(sock);
     g_signal_connect(srv->service, "incoming", G_CALLBACK(onIncoming), srv);
     srv->idle_ms = VP_SERVER_IDLE_MS;
     srv->sweep = g_timeout_source_new(VP_SERVER_SWEEP_MS);
