@@ -96,6 +96,7 @@ static void clientFlush(vpClient *c);
 static gboolean clientConsume(vpClient *c);
 static void clientResume(vpClient *c);
 static void clientRefuse(vpClient *c, const char *why, gint *counter, gboolean retry);
+static gboolean serverEvictSilent(vpServer *srv, gboolean general);
 
 static vpServer *
 serverRef(vpServer *srv)
@@ -233,7 +234,12 @@ clientHandleLine(vpClient *c, const char *line, gsize len)
     c->active = g_get_monotonic_time();
     if (c->hook_slot && !c->asked) {
         const char *op = req ? vpProtoGetString(req, "op", FALSE, NULL) : NULL;
-        if (!op || !vpProtoIsHookOp(op)) {
+        /* An operator's request takes the general slot of a silent peer, if one holds
+         * one: under a flood of idle connections, `vcpuplace status` was refused. */
+        if ((!op || !vpProtoIsHookOp(op)) && serverEvictSilent(c->srv, TRUE)) {
+            c->hook_slot = FALSE;
+            c->srv->n_general++;
+        } else if (!op || !vpProtoIsHookOp(op)) {
             c->asked = TRUE;
             clientRefuse(c, "too many connections to vcpuplaced; try again",
                          &c->srv->stats.refused_full, TRUE);
@@ -442,24 +448,26 @@ clientRefuse(vpClient *c, const char *why, gint *counter, gboolean retry)
     clientQueue(c, reply, NULL);
 }
 
-/* Closes the connection silent longest, if one has been silent long enough. A silent
- * connection's last activity is its accept, so the oldest is the first found from the
- * queue's tail (clients that asked something leave the queue soon). */
-static void
-serverEvictSilent(vpServer *srv)
+/* Closes the connection silent longest (of the general slots only, when general), if it
+ * has been silent long enough; FALSE when none was. A silent connection's last activity is
+ * its accept, so the oldest is the first found from the queue's tail (clients that asked
+ * something leave the queue soon). */
+static gboolean
+serverEvictSilent(vpServer *srv, gboolean general)
 {
     gint64 now = g_get_monotonic_time();
     vpClient *oldest = NULL;
     for (GList *l = srv->clients.tail; l && !oldest; l = l->prev) {
         vpClient *o = l->data;
-        if (!o->asked && !o->closing)
+        if (!o->asked && !o->closing && !(general && o->hook_slot))
             oldest = o;
     }
     if (!oldest || now - oldest->active < VP_SERVER_EVICT_SILENT_MS * 1000)
-        return;
+        return FALSE;
     g_atomic_int_inc(&srv->stats.closed_idle);
     serverLogLimited(srv, oldest->peer, "closed: asked nothing while every slot was taken");
     clientClose(oldest);
+    return TRUE;
 }
 
 /* Every VP_SERVER_SWEEP_MS: a connection with nothing asked of it or owed to it for
@@ -544,7 +552,7 @@ serverAdmit(vpServer *srv, GSocketConnection *conn)
     g_queue_init(&c->replies);
     c->active = g_get_monotonic_time();
     if (srv->clients.length >= VP_SERVER_MAX_CLIENTS)
-        serverEvictSilent(srv);
+        serverEvictSilent(srv, FALSE);
     g_queue_push_head_link(&srv->clients, &c->link);
     guint n = srv->clients.length;
     c->hook_slot = srv->n_general >= VP_SERVER_MAX_CLIENTS - VP_SERVER_HOOK_SLOTS;

@@ -254,6 +254,35 @@ START_TEST(test_hook_slots)
 }
 END_TEST
 
+/* The general slots all held by silent peers: an operator's request that lands in a hook
+ * slot takes the slot of the one silent longest. Under bench-hookload's idle flood,
+ * `vcpuplace status` was refused with "too many connections". */
+START_TEST(test_operator_displaces_silent)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    int silent[224];
+    for (int i = 0; i < 224; i++)
+        silent[i] = connectTo(TRUE);
+    g_usleep(300 * 1000);
+
+    int cli = connectTo(TRUE);
+    sendAll(cli, "{\"op\":\"status\"}\n");
+    g_autofree char *served = readLine(cli, 10000);
+    ck_assert_str_eq(served, "{\"ok\":true,\"format\":1}");
+    /* The first connected is the one closed. */
+    g_autofree char *eof = readLine(silent[0], 10000);
+    ck_assert_str_eq(eof, "");
+
+    vpServerStats st;
+    vpServerGetStats(srv, &st);
+    ck_assert_int_eq(st.refused_full, 0);
+    ck_assert_int_eq(st.closed_idle, 1);
+    for (int i = 0; i < 224; i++)
+        close(silent[i]);
+    close(cli);
+}
+END_TEST
+
 static gint
 heldCount(void)
 {
@@ -388,6 +417,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_lines_in_pieces);
     tcase_add_test(tc, test_idle_timeout);
     tcase_add_test(tc, test_hook_slots);
+    tcase_add_test(tc, test_operator_displaces_silent);
     tcase_add_test(tc, test_silent_make_room);
     tcase_add_test(tc, test_full_retried_by_hook);
     suite_add_tcase(s, tc);
