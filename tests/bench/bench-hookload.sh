@@ -289,7 +289,8 @@ python3 "$e2e_tmp/idle.py" "$vpd_sock" "$idle" "$reopen_ms" "$e2e_tmp/idle.json"
 idle_pid=$!
 python3 "$e2e_tmp/hostile.py" "$vpd_sock" vpe2e-d-hl-hostile "$e2e_tmp/hostile.json" &
 hostile_pid=$!
-e2e_at_exit "kill $idle_pid $hostile_pid 2>/dev/null"
+# Waited for: their statistics must be written before the temporary directory goes.
+e2e_at_exit "kill $idle_pid $hostile_pid 2>/dev/null; wait $idle_pid $hostile_pid 2>/dev/null"
 sleep 3
 mark=$(vpd_log_mark)
 t0=$(vp_now_ms)
