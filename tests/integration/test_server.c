@@ -378,6 +378,7 @@ END_TEST
 START_TEST(test_lines_in_pieces)
 {
     g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    ck_assert_ptr_nonnull(srv);
     int fd = connectTo(TRUE);
     g_autofree char *long_name = g_strnfill(100 * 1024, 'a');
     g_autofree char *text =
