@@ -373,6 +373,53 @@ START_TEST(test_silent_make_room)
 }
 END_TEST
 
+static gpointer
+closeLater(gpointer data)
+{
+    g_usleep(300 * 1000);
+    close(GPOINTER_TO_INT(data));
+    return NULL;
+}
+
+/* The same for the CLI's client (vcpuplace status): it gave up at the first "try again"
+ * under bench-hookload's idle flood. Here a general peer leaves after 300 ms. */
+START_TEST(test_full_retried_by_cli)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    int peers[256];
+    for (int i = 0; i < 256; i++) {
+        peers[i] = connectTo(TRUE);
+        if (i < 224) {
+            sendAll(peers[i], "{\"op\":\"status\"}\n");
+            g_autofree char *reply = readLine(peers[i], 10000);
+            ck_assert_str_eq(reply, "{\"ok\":true,\"format\":1}");
+        } else {
+            sendAll(peers[i], "{\"op\":\"reserve\",\"name\":\"hold\"}\n");
+        }
+    }
+    for (int i = 0; i < 1000 && heldCount() < 32; i++)
+        g_usleep(10 * 1000);
+    ck_assert_int_eq(heldCount(), 32);
+
+    GThread *t = g_thread_new("leave", closeLater, GINT_TO_POINTER(peers[0]));
+    g_autoptr(JsonObject) req = json_object_new();
+    json_object_set_string_member(req, "op", "status");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonNode) answered = vpClientCallTimeout(sockpath, req, 5000, &err);
+    ck_assert_msg(answered, "%s", err ? err->message : "");
+    g_thread_join(t);
+    vpServerStats st;
+    vpServerGetStats(srv, &st);
+    ck_assert_int_ge(st.refused_full, 1);
+
+    g_thread_unref(g_thread_new("release", releaseHeld, NULL));
+    for (int i = 0; i < 1000 && heldCount() > 0; i++)
+        g_usleep(10 * 1000);
+    for (int i = 1; i < 256; i++)
+        close(peers[i]);
+}
+END_TEST
+
 /* Lines that come in many reads, and reads that end inside a line: the server searches
  * each part for its newline once, and must still find every line whole. */
 START_TEST(test_lines_in_pieces)
@@ -421,6 +468,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_operator_displaces_silent);
     tcase_add_test(tc, test_silent_make_room);
     tcase_add_test(tc, test_full_retried_by_hook);
+    tcase_add_test(tc, test_full_retried_by_cli);
     suite_add_tcase(s, tc);
     return s;
 }
