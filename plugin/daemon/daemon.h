@@ -18,13 +18,14 @@
  * configuration, the manager, the actuator, the state lock), never the daemon.
  *
  * The state lock: the socket thread takes it to answer the hook from the manager alone.
- * The main thread holds it whenever it runs, except while it waits: in poll, and in
- * libvirt calls, which it makes between vpDaemonUnlock() and vpDaemonLock() (the actuator,
- * cookies and hotplug let the same lock go). Across those, the hook may have reserved or
- * released anything: nothing read from the manager before may be used after. What the
- * socket thread cannot do itself (anything that calls libvirt, anything that reads what the
- * main loop owns) it hands off: an idle source on the main loop, run after the hook's reply
- * is out, and destroyed unrun when the daemon goes first.
+ * The main thread holds it whenever it runs, except while it waits: in poll, in writing the
+ * ledger's file, and in libvirt calls, which it makes between vpDaemonUnlock() and
+ * vpDaemonLock() (the actuator, cookies and hotplug let the same lock go). Across those, the
+ * hook may have reserved or released anything: nothing read from the manager before may be
+ * used after. What the socket thread cannot do itself (anything that calls libvirt,
+ * anything that reads what the main loop owns) it hands off, without waiting for the state
+ * lock: an idle source on the main loop, run after the hook's reply is out, and destroyed
+ * unrun when the daemon goes first.
  */
 #pragma once
 

@@ -42,6 +42,7 @@ struct _vpDaemon {
     vpCookies *cookies;
     vpHotplug *hotplug;
     GPtrArray *handoffs;     /* GSource: the socket thread's work waiting for the main loop */
+    GMutex handoff_lock;     /* guards handoffs; never held with the state lock awaited */
     gboolean metrics_warned; /* the textfile could not be written (said once) */
     guint refusals[VP_REFUSAL_LAST]; /* the hook's reserves answered no, atomic */
     vpCapacityCache *capacity;       /* the capacity gauges, while the ledger stays */
@@ -53,8 +54,9 @@ struct _vpDaemon {
 
 /* daemon.c */
 void vpDaemonLog(GLogLevelFlags level, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-/* Socket thread, state lock held: func runs on the main loop, or destroy when the daemon
- * goes first. */
+/* Any thread, with or without the state lock (the socket thread hands off after-work
+ * without it, so that it never waits for the main loop): func runs on the main loop, or
+ * destroy when the daemon goes first. */
 void vpDaemonHandoff(vpDaemon *d, void (*func)(vpDaemon *d, gpointer data), gpointer data,
                      GDestroyNotify destroy);
 /* Main loop: every listener (and the daemon's own stages) learns what a domain became. */

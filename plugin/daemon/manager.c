@@ -204,6 +204,20 @@ vpManagerSave(vpManager *m, GError **error)
     return TRUE;
 }
 
+char *
+vpManagerSaveText(vpManager *m, char **path)
+{
+    *path = g_strdup(m->state_path);
+    m->dirty = FALSE;
+    return vpLedgerToText(m->ledger);
+}
+
+void
+vpManagerSaveFailed(vpManager *m)
+{
+    m->dirty = TRUE;
+}
+
 gboolean
 vpManagerRelease(vpManager *m, const char *name)
 {

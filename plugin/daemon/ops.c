@@ -47,16 +47,15 @@ afterFree(gpointer data)
     g_free(a);
 }
 
-/* Socket thread, once the reply is out. */
+/* Socket thread, once the reply is out; without the state lock, which the main loop may
+ * hold for a while: waiting for it here held up every other connection's answer. */
 static void
 afterRun(gpointer data)
 {
     vpAfter *a = data;
     vpAfter *copy = g_memdup2(a, sizeof(*a));
     copy->name = g_strdup(a->name);
-    g_mutex_lock(&a->d->lock);
     vpDaemonHandoff(a->d, afterMain, copy, afterFree);
-    g_mutex_unlock(&a->d->lock);
 }
 
 static vpAfter *
@@ -477,8 +476,6 @@ vpOpsHandle(JsonObject *req, vpServerCall *call, vpServerAfter *after, gpointer 
     oc->req = json_object_ref(req);
     oc->op = op;
     oc->call = call;
-    g_mutex_lock(&d->lock);
     vpDaemonHandoff(d, operatorMain, oc, operatorCallFree);
-    g_mutex_unlock(&d->lock);
     return NULL;
 }

@@ -31,6 +31,11 @@
  * past it wait in the read buffer (which then is not refilled) until replies drain. */
 #define VP_SERVER_MAX_QUEUED 64
 #define VP_SERVER_SWEEP_MS 250
+/* Connections accepted per turn of the loop. A turn costs in proportion to the connections
+ * open (GLib prepares, polls and checks one source each), and one accept per turn left a
+ * hook queued in the backlog behind hundreds of idle peers' connects (bench-hookload.sh:
+ * half the socket thread's time in the loop itself). */
+#define VP_SERVER_ACCEPT_BATCH 64
 
 struct _vpServer {
     gint ref;
@@ -39,9 +44,10 @@ struct _vpServer {
     GThread *thread;
     gint quit; /* atomic: the thread stops serving */
     GSocketService *service;
+    GSocket *listen; /* the service's socket, for the accepts after the first of a turn */
     vpServerHandleFunc handle;
     gpointer user_data;
-    GList *clients; /* the server's thread only */
+    GQueue clients; /* vpClient by its link, newest first; the server's thread only */
     GMutex lock;    /* guards stopped */
     gboolean stopped;
     guint idle_ms;       /* atomic */
@@ -65,10 +71,12 @@ typedef struct {
 
 typedef struct {
     gint ref;
+    GList link;    /* in the server's clients */
     vpServer *srv; /* NULL once the server is gone */
     GSocketConnection *conn;
     GCancellable *cancel;
     GByteArray *buf;
+    gsize scanned; /* bytes at buf's start known to hold no newline */
     guint8 chunk[VP_SERVER_READ_CHUNK];
     GQueue replies;
     vpReply *inflight; /* being written: its buffer must outlive a close */
@@ -88,6 +96,7 @@ static void clientFlush(vpClient *c);
 static gboolean clientConsume(vpClient *c);
 static void clientResume(vpClient *c);
 static void clientRefuse(vpClient *c, const char *why, gint *counter, gboolean retry);
+static gboolean serverEvictSilent(vpServer *srv, gboolean general);
 
 static vpServer *
 serverRef(vpServer *srv)
@@ -149,7 +158,7 @@ clientClose(vpClient *c)
     g_cancellable_cancel(c->cancel);
     g_io_stream_close(G_IO_STREAM(c->conn), NULL, NULL);
     if (c->srv) {
-        c->srv->clients = g_list_remove(c->srv->clients, c);
+        g_queue_unlink(&c->srv->clients, &c->link);
         if (!c->hook_slot)
             c->srv->n_general--;
     }
@@ -225,7 +234,12 @@ clientHandleLine(vpClient *c, const char *line, gsize len)
     c->active = g_get_monotonic_time();
     if (c->hook_slot && !c->asked) {
         const char *op = req ? vpProtoGetString(req, "op", FALSE, NULL) : NULL;
-        if (!op || !vpProtoIsHookOp(op)) {
+        /* An operator's request takes the general slot of a silent peer, if one holds
+         * one: under a flood of idle connections, `vcpuplace status` was refused. */
+        if ((!op || !vpProtoIsHookOp(op)) && serverEvictSilent(c->srv, TRUE)) {
+            c->hook_slot = FALSE;
+            c->srv->n_general++;
+        } else if (!op || !vpProtoIsHookOp(op)) {
             c->asked = TRUE;
             clientRefuse(c, "too many connections to vcpuplaced; try again",
                          &c->srv->stats.refused_full, TRUE);
@@ -311,26 +325,32 @@ vpServerCallReply(vpServerCall *call, JsonNode *reply, const vpServerAfter *afte
 
 /* Handles the complete lines in the buffer while the reply queue has room; FALSE once the
  * connection must stop reading. The size bound holds for complete lines too: one read may
- * bring the newline of a line that is already past it. */
+ * bring the newline of a line that is already past it. A line that comes in many reads is
+ * searched for its newline once: scanning it whole after each of a 1 MiB line's 64 reads
+ * took 6% of the socket thread under hostile load (bench-hookload.sh, perf). */
 static gboolean
 clientConsume(vpClient *c)
 {
     gsize start = 0;
-    gboolean too_long = FALSE;
+    gboolean too_long = FALSE, partial = FALSE;
     while (!c->closed && c->srv && !c->kept && !c->closing &&
            g_queue_get_length(&c->replies) < VP_SERVER_MAX_QUEUED && start < c->buf->len) {
-        guint8 *nl = memchr(c->buf->data + start, '\n', c->buf->len - start);
+        gsize skip = start == 0 ? MIN(c->scanned, c->buf->len) : 0;
+        guint8 *nl = memchr(c->buf->data + start + skip, '\n', c->buf->len - start - skip);
         gsize len = nl ? (gsize)(nl - (c->buf->data + start)) : c->buf->len - start;
         if (len >= VP_PROTO_MAX_MESSAGE) {
             too_long = TRUE;
             break;
         }
-        if (!nl)
+        if (!nl) {
+            partial = TRUE;
             break;
+        }
         clientHandleLine(c, (const char *)c->buf->data + start, len);
         start += len + 1;
     }
     g_byte_array_remove_range(c->buf, 0, start);
+    c->scanned = partial ? c->buf->len : 0;
     if (too_long && !c->closed && c->srv) {
         g_autofree char *msg = g_strdup_printf(
             "message exceeds %d bytes without a newline; closing", VP_PROTO_MAX_MESSAGE);
@@ -371,7 +391,8 @@ readDone(GObject *source, GAsyncResult *res, gpointer data)
 static gboolean
 bufHasLine(const vpClient *c)
 {
-    return c->buf->len > 0 && memchr(c->buf->data, '\n', c->buf->len);
+    gsize skip = MIN(c->scanned, c->buf->len);
+    return c->buf->len > skip && memchr(c->buf->data + skip, '\n', c->buf->len - skip);
 }
 
 /* Answers what the buffer holds while there is room for replies, then reads more only
@@ -427,24 +448,26 @@ clientRefuse(vpClient *c, const char *why, gint *counter, gboolean retry)
     clientQueue(c, reply, NULL);
 }
 
-/* Closes the connection silent longest, if one has been silent long enough. */
-static void
-serverEvictSilent(vpServer *srv)
+/* Closes the connection silent longest (of the general slots only, when general), if it
+ * has been silent long enough; FALSE when none was. A silent connection's last activity is
+ * its accept, so the oldest is the first found from the queue's tail (clients that asked
+ * something leave the queue soon). */
+static gboolean
+serverEvictSilent(vpServer *srv, gboolean general)
 {
     gint64 now = g_get_monotonic_time();
     vpClient *oldest = NULL;
-    for (GList *l = srv->clients; l; l = l->next) {
+    for (GList *l = srv->clients.tail; l && !oldest; l = l->prev) {
         vpClient *o = l->data;
-        if (o->asked || o->closing || now - o->active < VP_SERVER_EVICT_SILENT_MS * 1000)
-            continue;
-        if (!oldest || o->active < oldest->active)
+        if (!o->asked && !o->closing && !(general && o->hook_slot))
             oldest = o;
     }
-    if (!oldest)
-        return;
+    if (!oldest || now - oldest->active < VP_SERVER_EVICT_SILENT_MS * 1000)
+        return FALSE;
     g_atomic_int_inc(&srv->stats.closed_idle);
     serverLogLimited(srv, oldest->peer, "closed: asked nothing while every slot was taken");
     clientClose(oldest);
+    return TRUE;
 }
 
 /* Every VP_SERVER_SWEEP_MS: a connection with nothing asked of it or owed to it for
@@ -456,7 +479,7 @@ serverSweep(gpointer data)
     gint64 now = g_get_monotonic_time();
     gint64 idle = (gint64)g_atomic_int_get(&srv->idle_ms) * 1000;
     GList *idle_clients = NULL;
-    for (GList *l = srv->clients; l; l = l->next) {
+    for (GList *l = srv->clients.head; l; l = l->next) {
         vpClient *c = l->data;
         gint64 limit = c->hook_slot && !c->asked
                            ? MIN(idle, VP_SERVER_HOOK_SLOT_IDLE_MS * (gint64)1000)
@@ -495,9 +518,10 @@ serverStop(vpServer *srv)
     g_source_destroy(srv->sweep);
     g_clear_pointer(&srv->sweep, g_source_unref);
     g_signal_handlers_disconnect_by_data(srv->service, srv);
-    while (srv->clients) {
-        vpClient *c = srv->clients->data;
-        srv->clients = g_list_delete_link(srv->clients, srv->clients);
+    g_clear_object(&srv->listen);
+    GList *l;
+    while ((l = g_queue_pop_head_link(&srv->clients))) {
+        vpClient *c = l->data;
         c->srv = NULL;
         clientClose(c);
     }
@@ -515,22 +539,22 @@ serverMain(gpointer data)
     return NULL;
 }
 
-static gboolean
-onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
+static void
+serverAdmit(vpServer *srv, GSocketConnection *conn)
 {
-    vpServer *srv = data;
     vpClient *c = g_new0(vpClient, 1);
     c->ref = 1;
+    c->link.data = c;
     c->srv = srv;
     c->conn = g_object_ref(conn);
     c->cancel = g_cancellable_new();
     c->buf = g_byte_array_new();
     g_queue_init(&c->replies);
     c->active = g_get_monotonic_time();
-    if (g_list_length(srv->clients) >= VP_SERVER_MAX_CLIENTS)
-        serverEvictSilent(srv);
-    srv->clients = g_list_prepend(srv->clients, c);
-    guint n = g_list_length(srv->clients);
+    if (srv->clients.length >= VP_SERVER_MAX_CLIENTS)
+        serverEvictSilent(srv, FALSE);
+    g_queue_push_head_link(&srv->clients, &c->link);
+    guint n = srv->clients.length;
     c->hook_slot = srv->n_general >= VP_SERVER_MAX_CLIENTS - VP_SERVER_HOOK_SLOTS;
     if (!c->hook_slot)
         srv->n_general++;
@@ -550,7 +574,7 @@ onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gp
                  : g_strdup_printf("permission denied: peer credentials unavailable: %s",
                                    err->message);
         clientRefuse(c, msg, &srv->stats.refused_peer, FALSE);
-        return TRUE;
+        return;
     }
     /* Every slot busy with a request or a peer that spoke (silent ones made room above):
      * refused at once, so that a burst of idle peers cannot queue ahead of hooks in the
@@ -558,9 +582,27 @@ onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gp
     if (n > VP_SERVER_MAX_CLIENTS) {
         clientRefuse(c, "too many connections to vcpuplaced; try again", &srv->stats.refused_full,
                      TRUE);
-        return TRUE;
+        return;
     }
     clientRead(c);
+}
+
+/* The service accepted one; the rest of the backlog, up to a batch, is taken now. The
+ * socket is checked first: an accept on it would wait when nothing is pending. */
+static gboolean
+onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
+{
+    vpServer *srv = data;
+    serverAdmit(srv, conn);
+    for (int i = 1; i < VP_SERVER_ACCEPT_BATCH && srv->listen &&
+                    (g_socket_condition_check(srv->listen, G_IO_IN) & G_IO_IN);
+         i++) {
+        g_autoptr(GSocket) sock = g_socket_accept(srv->listen, NULL, NULL);
+        if (!sock)
+            break;
+        g_autoptr(GSocketConnection) more = g_socket_connection_factory_create_connection(sock);
+        serverAdmit(srv, more);
+    }
     return TRUE;
 }
 
@@ -648,6 +690,7 @@ vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GEr
         serverUnref(srv);
         return NULL;
     }
+    srv->listen = g_object_ref(sock);
     g_signal_connect(srv->service, "incoming", G_CALLBACK(onIncoming), srv);
     srv->idle_ms = VP_SERVER_IDLE_MS;
     srv->sweep = g_timeout_source_new(VP_SERVER_SWEEP_MS);

@@ -20,6 +20,12 @@ gboolean
 vpLedgerFileSave(const vpLedger *ledger, const char *path, GError **error)
 {
     g_autofree char *data = vpLedgerToText(ledger);
+    return vpLedgerFileWrite(data, path, error);
+}
+
+gboolean
+vpLedgerFileWrite(const char *data, const char *path, GError **error)
+{
     g_autoptr(GError) local = NULL;
 
     /* GLib 2.74 writes a temporary file beside path, fsyncs it, renames it over path and

@@ -8,6 +8,9 @@
 
 /* Atomic: temp file in the same directory, fsync, rename, fsync the directory. Mode 0600. */
 gboolean vpLedgerFileSave(const vpLedger *ledger, const char *path, GError **error);
+/* The same for a ledger's text (vpLedgerToText), which may be taken under a lock the
+ * write then need not hold. */
+gboolean vpLedgerFileWrite(const char *text, const char *path, GError **error);
 /* A missing file is an empty ledger; a corrupt or truncated one is an error naming it. */
 vpLedger *vpLedgerFileLoad(const vpTopology *topo, const char *path, GError **error);
 /* Removes what a save killed midway leaves beside path (GLib's temporary "NAME.XXXXXX"

@@ -223,20 +223,12 @@ clientReceive(GSocket *sock, gint64 deadline, const char *path, GError **error)
     }
 }
 
-JsonNode *
-vpClientCallTimeout(const char *socket, JsonObject *req, int timeout_ms, GError **error)
+/* One connection, one request; *retry says the daemon was full for now. */
+static JsonNode *
+clientCallOnce(const char *socket, const char *line, gsize len, gint64 deadline, gboolean *retry,
+               GError **error)
 {
-    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-    g_autoptr(JsonNode) reqnode = json_node_init_object(json_node_alloc(), req);
-    gsize len = 0;
-    g_autofree char *line = vpProtoEncode(reqnode, &len);
-    if (len > VP_PROTO_MAX_MESSAGE) {
-        g_set_error(error, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
-                    "request of %zu bytes exceeds the protocol limit of %d", len,
-                    VP_PROTO_MAX_MESSAGE);
-        return NULL;
-    }
-
+    *retry = FALSE;
     g_autoptr(GSocket) sock = clientConnect(socket, deadline, error);
     if (!sock)
         return NULL;
@@ -266,6 +258,9 @@ vpClientCallTimeout(const char *socket, JsonObject *req, int timeout_ms, GError 
     }
     if (!json_node_get_boolean(ok)) {
         const char *msg = vpProtoGetString(reply, "error", FALSE, NULL);
+        JsonNode *again = json_object_get_member(reply, "retry");
+        *retry = again && json_node_get_value_type(again) == G_TYPE_BOOLEAN &&
+                 json_node_get_boolean(again);
         gboolean refused =
             json_object_has_member(reply, "refused") &&
             json_node_get_value_type(json_object_get_member(reply, "refused")) == G_TYPE_BOOLEAN &&
@@ -276,6 +271,36 @@ vpClientCallTimeout(const char *socket, JsonObject *req, int timeout_ms, GError 
         return NULL;
     }
     return json_node_init_object(json_node_alloc(), reply);
+}
+
+/* A daemon with every slot taken says "retry": as the hook does, the request is made again,
+ * a little later each time, until the deadline. */
+JsonNode *
+vpClientCallTimeout(const char *socket, JsonObject *req, int timeout_ms, GError **error)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    g_autoptr(JsonNode) reqnode = json_node_init_object(json_node_alloc(), req);
+    gsize len = 0;
+    g_autofree char *line = vpProtoEncode(reqnode, &len);
+    if (len > VP_PROTO_MAX_MESSAGE) {
+        g_set_error(error, VP_CLIENT_ERROR, VP_CLIENT_ERROR_PROTOCOL,
+                    "request of %zu bytes exceeds the protocol limit of %d", len,
+                    VP_PROTO_MAX_MESSAGE);
+        return NULL;
+    }
+    guint pause_ms = 1;
+    for (;;) {
+        g_autoptr(GError) err = NULL;
+        gboolean retry;
+        JsonNode *reply = clientCallOnce(socket, line, len, deadline, &retry, &err);
+        if (reply || !retry || g_get_monotonic_time() + pause_ms * 1000 >= deadline) {
+            if (!reply)
+                g_propagate_error(error, g_steal_pointer(&err));
+            return reply;
+        }
+        g_usleep(pause_ms * 1000);
+        pause_ms = MIN(pause_ms * 2, 16);
+    }
 }
 
 JsonNode *

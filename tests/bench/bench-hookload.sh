@@ -289,7 +289,8 @@ python3 "$e2e_tmp/idle.py" "$vpd_sock" "$idle" "$reopen_ms" "$e2e_tmp/idle.json"
 idle_pid=$!
 python3 "$e2e_tmp/hostile.py" "$vpd_sock" vpe2e-d-hl-hostile "$e2e_tmp/hostile.json" &
 hostile_pid=$!
-e2e_at_exit "kill $idle_pid $hostile_pid 2>/dev/null"
+# Waited for: their statistics must be written before the temporary directory goes.
+e2e_at_exit "kill $idle_pid $hostile_pid 2>/dev/null; wait $idle_pid $hostile_pid 2>/dev/null"
 sleep 3
 mark=$(vpd_log_mark)
 t0=$(vp_now_ms)
@@ -308,10 +309,15 @@ settled() {
 }
 placed_ms=-1
 if vp_wait_until 60 settled; then placed_ms=$(($(vp_now_ms) - t0)); fi
-applied=$(vpd_status --json | python3 -c '
+# The CLI may be told "too many connections; try again" under the load: it is, 10 times.
+for _ in $(seq 10); do
+    applied=$(vpd_status --json 2>/dev/null | python3 -c '
 import json, sys
 print(sum(1 for d in json.load(sys.stdin)["domains"]
-          if d["name"].startswith("vpe2e-d-hl-") and d["state"] == "applied"))')
+          if d["name"].startswith("vpe2e-d-hl-") and d["state"] == "applied"))' 2>/dev/null) && break
+    applied=-1
+    sleep 0.2
+done
 fig_loaded=$(daemon_figures)
 real_ms=$(hook_ms "$mark" | sort -n | paste -sd,)
 wall_bb=$(burst vpe2e-d-hb- "$e2e_tmp/b")

@@ -62,16 +62,18 @@ vpd_small_host() {
 }
 
 # vpd_start_confined [WRAPPER...]: vcpuplaced in the background with the systemd unit's
-# privileges (its capability bounding set, no new privileges), under WRAPPER (strace...)
-# when given; vpd_pid is the daemon's own pid, wrapper_pid the wrapper's.
+# privileges (its capability bounding set, no new privileges) and nice value, under
+# WRAPPER (strace...) when given; vpd_pid is the daemon's own pid, wrapper_pid the
+# wrapper's.
 vpd_start_confined() {
-    local unit=$vpd_build/plugin/daemon/vcpuplaced.service bounding=-all c
+    local unit=$vpd_build/plugin/daemon/vcpuplaced.service bounding=-all c nice
     [ -f "$unit" ] || e2e_fail "$unit not built"
     for c in $(sed -n 's/^CapabilityBoundingSet=//p' "$unit"); do
         c=${c#CAP_}
         bounding+=",+${c,,}"
     done
-    setpriv --bounding-set="$bounding" --inh-caps=-all --no-new-privs \
+    nice=$(sed -n 's/^Nice=//p' "$unit")
+    nice -n "${nice:-0}" setpriv --bounding-set="$bounding" --inh-caps=-all --no-new-privs \
         "$@" "$vpd_daemon" --config "$vpd_conf" >>"$vpd_log" 2>&1 &
     vpd_pid=$!
     if [ $# -gt 0 ]; then

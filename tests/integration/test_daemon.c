@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -319,6 +320,113 @@ START_TEST(test_hook_answered_while_main_loop_waits)
     ck_assert_ptr_nonnull(saved);
     ck_assert_uint_eq(vpLedgerNDomains(saved), 1);
     ck_assert_ptr_nonnull(vpLedgerLookup(saved, "web"));
+}
+END_TEST
+
+/* The ledger's write, caught where GLib calls fsync(): each fsync on the main thread runs
+ * the next of these hooks first, as a disk that takes its time would let one in. Each
+ * hook's change schedules the save that runs the next. The executable's fsync() is the
+ * one GLib resolves to. */
+typedef struct {
+    const char *name, *op, *subop, *xml;
+    int status;
+    char *err;
+} vpSlowStep;
+
+static struct {
+    GThread *main;
+    vpSlowStep *steps;
+    guint n, next;
+} slowSave;
+
+int
+fsync(int fd)
+{
+    if (g_thread_self() == slowSave.main && slowSave.next < slowSave.n) {
+        vpSlowStep *s = &slowSave.steps[slowSave.next++];
+        const char *argv[] = {VP_HOOK, s->name, s->op, s->subop, "-", NULL};
+        s->status = runNow(argv, s->xml, &s->err);
+    }
+    return (int)syscall(SYS_fsync, fd);
+}
+
+/* The hook is answered while the main loop writes the ledger: with the write under the
+ * state lock (as it was), the reserve and the release waited for the disk, and a loaded
+ * disk took hundreds of milliseconds (bench-hookload.sh: releases lost). */
+START_TEST(test_hook_answered_while_ledger_written)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-256.xml", BIG_TOPOLOGY,
+                "hook_failure=closed\nhook_timeout_ms=2000\n");
+    g_autoptr(vpDaemon) d = startDaemon();
+    vpManager *m = vpDaemonManager(d);
+    g_autofree char *web = domainXML("web", 4, "smt='spread'", NULL);
+    g_autofree char *db = domainXML("db", 2, "smt='isolate'", NULL);
+    vpSlowStep steps[] = {
+        {"web", "prepare", "begin", web, -1, NULL},
+        {"db", "release", "end", db, -1, NULL},
+    };
+    slowSave.main = g_thread_self();
+    slowSave.steps = steps;
+    slowSave.n = G_N_ELEMENTS(steps);
+    slowSave.next = 0;
+
+    ck_assert_int_eq(hook("db", "prepare", "begin", db, NULL), 0);
+    waitIdle(d);
+    ck_assert_uint_eq(slowSave.next, slowSave.n);
+    slowSave.n = 0;
+    for (gsize i = 0; i < G_N_ELEMENTS(steps); i++) {
+        ck_assert_msg(steps[i].status == 0 && !*steps[i].err, "%s %s: status %d, stderr: %s",
+                      steps[i].name, steps[i].op, steps[i].status, steps[i].err);
+        g_free(steps[i].err);
+    }
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "web")->state), "reserved");
+    ck_assert_ptr_null(vpManagerRecord(m, "db"));
+    ck_assert(vpLedgerCheck(vpManagerLedger(m), NULL));
+
+    /* What changed during a write went into the next one. */
+    g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
+    g_autoptr(vpLedger) saved = vpLedgerFileLoad(vpManagerTopology(m), state, NULL);
+    ck_assert_ptr_nonnull(saved);
+    ck_assert_uint_eq(vpLedgerNDomains(saved), 1);
+    ck_assert_ptr_nonnull(vpLedgerLookup(saved, "web"));
+}
+END_TEST
+
+/* A release the hook never delivered (lost under load, or a hook that timed out) is no
+ * leak: libvirt's own stopped event frees the domain's CPUs, and the ledger on disk
+ * follows. */
+START_TEST(test_lost_release_freed_by_lifecycle)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-256.xml", BIG_TOPOLOGY, NULL);
+    g_autoptr(vpDaemon) d = startDaemon();
+    virConnectPtr conn = vpDaemonLibvirt(d);
+    vpManager *m = vpDaemonManager(d);
+    g_autofree char *xml = domainXML("lost", 4, "smt='isolate'", NULL);
+    virDomainPtr dom = define(conn, xml);
+
+    ck_assert_int_eq(hook("lost", "prepare", "begin", xml, NULL), 0);
+    ck_assert_int_eq(virDomainCreate(dom), 0);
+    ck_assert_int_eq(hook("lost", "started", "begin", xml, NULL), 0);
+    waitIdle(d);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "lost")->state), "applied");
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(m)), 1);
+
+    /* Stopped without a stopped/release hook. */
+    ck_assert_int_eq(virDomainDestroy(dom), 0);
+    waitIdle(d);
+    ck_assert_ptr_null(vpManagerRecord(m, "lost"));
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(m)), 0);
+    checkInvariants(d);
+    g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
+    g_autoptr(vpLedger) saved = vpLedgerFileLoad(vpManagerTopology(m), state, NULL);
+    ck_assert_ptr_nonnull(saved);
+    ck_assert_uint_eq(vpLedgerNDomains(saved), 0);
+
+    /* The release that comes late changes nothing. */
+    ck_assert_int_eq(hook("lost", "release", "end", xml, NULL), 0);
+    waitIdle(d);
+    ck_assert_uint_eq(vpLedgerNDomains(vpManagerLedger(m)), 0);
+    virDomainFree(dom);
 }
 END_TEST
 
@@ -932,6 +1040,8 @@ suite(void)
     tcase_add_test(tc, test_hook_refusal_and_failure_modes);
     tcase_add_test(tc, test_hook_times_out);
     tcase_add_test(tc, test_hook_answered_while_main_loop_waits);
+    tcase_add_test(tc, test_hook_answered_while_ledger_written);
+    tcase_add_test(tc, test_lost_release_freed_by_lifecycle);
     tcase_add_test(tc, test_cputune_pins_respected);
     tcase_add_test(tc, test_domains_filter);
     tcase_add_test(tc, test_restart_reconciles);

@@ -37,6 +37,12 @@ handle(JsonObject *req, vpServerCall *call, vpServerAfter *after, gpointer data)
         g_mutex_unlock(&gate_lock);
     }
     const char *name = vpProtoGetString(req, "name", FALSE, NULL);
+    if (op && strcmp(op, "echo") == 0 && name) {
+        JsonObject *o;
+        JsonNode *reply = vpProtoReplyOk(&o);
+        json_object_set_string_member(o, "name", name);
+        return reply;
+    }
     if (op && strcmp(op, "reserve") == 0 && name && strcmp(name, "hold") == 0) {
         g_mutex_lock(&gate_lock);
         g_ptr_array_add(held, call);
@@ -248,6 +254,35 @@ START_TEST(test_hook_slots)
 }
 END_TEST
 
+/* The general slots all held by silent peers: an operator's request that lands in a hook
+ * slot takes the slot of the one silent longest. Under bench-hookload's idle flood,
+ * `vcpuplace status` was refused with "too many connections". */
+START_TEST(test_operator_displaces_silent)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    int silent[224];
+    for (int i = 0; i < 224; i++)
+        silent[i] = connectTo(TRUE);
+    g_usleep(300 * 1000);
+
+    int cli = connectTo(TRUE);
+    sendAll(cli, "{\"op\":\"status\"}\n");
+    g_autofree char *served = readLine(cli, 10000);
+    ck_assert_str_eq(served, "{\"ok\":true,\"format\":1}");
+    /* The first connected is the one closed. */
+    g_autofree char *eof = readLine(silent[0], 10000);
+    ck_assert_str_eq(eof, "");
+
+    vpServerStats st;
+    vpServerGetStats(srv, &st);
+    ck_assert_int_eq(st.refused_full, 0);
+    ck_assert_int_eq(st.closed_idle, 1);
+    for (int i = 0; i < 224; i++)
+        close(silent[i]);
+    close(cli);
+}
+END_TEST
+
 static gint
 heldCount(void)
 {
@@ -338,6 +373,85 @@ START_TEST(test_silent_make_room)
 }
 END_TEST
 
+static gpointer
+closeLater(gpointer data)
+{
+    g_usleep(300 * 1000);
+    close(GPOINTER_TO_INT(data));
+    return NULL;
+}
+
+/* The same for the CLI's client (vcpuplace status): it gave up at the first "try again"
+ * under bench-hookload's idle flood. Here a general peer leaves after 300 ms. */
+START_TEST(test_full_retried_by_cli)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    int peers[256];
+    for (int i = 0; i < 256; i++) {
+        peers[i] = connectTo(TRUE);
+        if (i < 224) {
+            sendAll(peers[i], "{\"op\":\"status\"}\n");
+            g_autofree char *reply = readLine(peers[i], 10000);
+            ck_assert_str_eq(reply, "{\"ok\":true,\"format\":1}");
+        } else {
+            sendAll(peers[i], "{\"op\":\"reserve\",\"name\":\"hold\"}\n");
+        }
+    }
+    for (int i = 0; i < 1000 && heldCount() < 32; i++)
+        g_usleep(10 * 1000);
+    ck_assert_int_eq(heldCount(), 32);
+
+    GThread *t = g_thread_new("leave", closeLater, GINT_TO_POINTER(peers[0]));
+    g_autoptr(JsonObject) req = json_object_new();
+    json_object_set_string_member(req, "op", "status");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonNode) answered = vpClientCallTimeout(sockpath, req, 5000, &err);
+    ck_assert_msg(answered, "%s", err ? err->message : "");
+    g_thread_join(t);
+    vpServerStats st;
+    vpServerGetStats(srv, &st);
+    ck_assert_int_ge(st.refused_full, 1);
+
+    g_thread_unref(g_thread_new("release", releaseHeld, NULL));
+    for (int i = 0; i < 1000 && heldCount() > 0; i++)
+        g_usleep(10 * 1000);
+    for (int i = 1; i < 256; i++)
+        close(peers[i]);
+}
+END_TEST
+
+/* Lines that come in many reads, and reads that end inside a line: the server searches
+ * each part for its newline once, and must still find every line whole. */
+START_TEST(test_lines_in_pieces)
+{
+    g_autoptr(vpServer) srv = vpServerNew(sockpath, handle, NULL, NULL);
+    ck_assert_ptr_nonnull(srv);
+    int fd = connectTo(TRUE);
+    g_autofree char *long_name = g_strnfill(100 * 1024, 'a');
+    g_autofree char *text =
+        g_strdup_printf("{\"op\":\"echo\",\"name\":\"%s\"}\n{\"op\":\"echo\",\"name\":\"b\"}\n"
+                        "{\"op\":\"echo\",\"na",
+                        long_name);
+    gsize len = strlen(text);
+    for (gsize done = 0; done < len; done += 4096) {
+        g_autofree char *piece = g_strndup(text + done, MIN(4096, len - done));
+        sendAll(fd, piece);
+        g_usleep(1000);
+    }
+    g_usleep(20 * 1000);
+    sendAll(fd, "me\":\"c\"}\n");
+    const char *want[] = {long_name, "b", "c"};
+    for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+        g_autofree char *line = readLine(fd, 10000);
+        g_autoptr(JsonObject) o = vpProtoDecodeObject(line, strlen(line), NULL);
+        ck_assert_msg(o, "reply %zu: %.80s", i, line);
+        ck_assert(json_object_get_boolean_member(o, "ok"));
+        ck_assert_str_eq(json_object_get_string_member(o, "name"), want[i]);
+    }
+    close(fd);
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -348,10 +462,13 @@ vpTestSuite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_backlog);
     tcase_add_test(tc, test_pipeline_bounded);
+    tcase_add_test(tc, test_lines_in_pieces);
     tcase_add_test(tc, test_idle_timeout);
     tcase_add_test(tc, test_hook_slots);
+    tcase_add_test(tc, test_operator_displaces_silent);
     tcase_add_test(tc, test_silent_make_room);
     tcase_add_test(tc, test_full_retried_by_hook);
+    tcase_add_test(tc, test_full_retried_by_cli);
     suite_add_tcase(s, tc);
     return s;
 }
