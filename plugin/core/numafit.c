@@ -602,6 +602,10 @@ vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **
         known &= node->memory > 0 || node->made_up;
         total += node->memory;
     }
+    for (int m = 0; m < vpTopologyNMemNodes(topo); m++) {
+        known &= vpTopologyMemNode(topo, m)->memory > 0;
+        total += vpTopologyMemNode(topo, m)->memory;
+    }
     if (known && !req->hugepage_size && req->memory > total) {
         g_autofree char *want = vpMemoryFormat(req->memory);
         g_autofree char *have = vpMemoryFormat(total);
