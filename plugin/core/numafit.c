@@ -87,24 +87,29 @@ partFree(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, int g)
     return vpPlacerGroupFree(ctx, plan, vpPlacerMemTarget(ctx, part, g), partPage(ctx, part));
 }
 
+static bool
+namesMemNode(const vpTopology *topo, hwloc_const_bitmap_t nodes)
+{
+    int os;
+
+    hwloc_bitmap_foreach_begin(os, nodes)
+    {
+        if (vpTopologyMemNodeByOS(topo, os))
+            return true;
+    }
+    hwloc_bitmap_foreach_end();
+    return false;
+}
+
 /* A hard nodeset naming CPU-less nodes: the part runs on the CPU nodes near them (and those
  * it names), its memory stays on the named nodes (vpPlacerMemTarget). */
 static void
 partResolve(const vpTopology *topo, vpPart *part)
 {
-    int os;
-
-    if (!part->hard || part->mem)
+    if (!part->hard || part->mem || !namesMemNode(topo, part->hard))
         return;
-    hwloc_bitmap_foreach_begin(os, part->hard)
-    {
-        if (vpTopologyMemNodeByOS(topo, os)) {
-            part->mem = part->hard;
-            part->hard = vpTopologyCpuNodesOf(topo, part->mem);
-            return;
-        }
-    }
-    hwloc_bitmap_foreach_end();
+    part->mem = part->hard;
+    part->hard = vpTopologyCpuNodesOf(topo, part->mem);
 }
 
 /* The mask for one part: usable PUs inside the cpuset, on allowed nodes (hard, then the
@@ -649,6 +654,9 @@ vpPlacerSplittable(const vpTopology *topo, const vpLedger *ledger, const vpReque
 
     if (!only || only->one_node || !only->memory || req->vcpus < 2 ||
         (loc != VP_LOCALITY_AUTO && loc != VP_LOCALITY_PACKAGE && loc != VP_LOCALITY_HOST))
+        return false;
+    /* memory bound to CPU-less nodes stays there however the vCPUs are cut */
+    if (only->mem || (only->hard && namesMemNode(topo, only->hard)))
         return false;
     for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
         const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
