@@ -56,6 +56,39 @@ nodeMemoryText(const vpGroup *g)
     return g_string_free(s, FALSE);
 }
 
+/* What the model made up a group for: the machine has no such object above these CPUs. */
+static const char *
+madeUpText(vpLevel level)
+{
+    switch (level) {
+    case VP_LEVEL_NUMA:
+        return "these CPUs have no NUMA node";
+    case VP_LEVEL_L3:
+        return "these cores share no L3 cache";
+    default:
+        return "these CPUs have no package";
+    }
+}
+
+/* "numa 4: no CPUs, memory 16 GiB, near nodes 0": memory a nodeset may name. */
+static void
+printMemNodes(const vpTopology *topo)
+{
+    for (int i = 0; i < vpTopologyNMemNodes(topo); i++) {
+        const vpGroup *g = vpTopologyMemNode(topo, i);
+        g_autofree char *near = vpCpuListFormat(g->near);
+        g_autofree char *mem = g->memory ? vpMemoryFormat(g->memory) : g_strdup("unknown");
+
+        printf("numa %u: no CPUs, memory %s, near nodes %s", g->os, mem, near);
+        for (unsigned p = 0; p < g->npools; p++) {
+            g_autofree char *size = vpMemoryFormat(g->pools[p].size);
+
+            printf(", %s pages: %" G_GUINT64_FORMAT, size, g->pools[p].count);
+        }
+        printf("\n");
+    }
+}
+
 static void
 printText(const vpTopology *topo, const vpLedger *ledger)
 {
@@ -70,10 +103,14 @@ printText(const vpTopology *topo, const vpLedger *ledger)
     int nl3 = vpTopologyNGroups(topo, VP_LEVEL_L3);
     int ncores = vpTopologyNCores(topo), ncpus = vpTopologyNPUs(topo);
 
-    printf("%s: %d package%s, %d NUMA node%s, %d L3 group%s, %d core%s, %d CPU%s (SMT%d)\n",
+    printf("%s: %d package%s, %d NUMA node%s, %d L3 group%s, %d core%s, %d CPU%s (SMT%d)",
            vpTopologyGetSource(topo), npackages, vpCliPlural(npackages), nnodes,
            vpCliPlural(nnodes), nl3, vpCliPlural(nl3), ncores, vpCliPlural(ncores), ncpus,
            vpCliPlural(ncpus), vpTopologyMaxSMT(topo));
+    if (vpTopologyNMemNodes(topo))
+        printf(", %d NUMA node%s without CPUs", vpTopologyNMemNodes(topo),
+               vpCliPlural(vpTopologyNMemNodes(topo)));
+    printf("\n");
     printf("usable %s; housekeeping (hk) %s; offline %s\n", *usable ? usable : "none",
            *hk ? hk : "none", *offline ? offline : "none");
     for (int c = 0; c < vpTopologyNCores(topo); c++) {
@@ -90,8 +127,8 @@ printText(const vpTopology *topo, const vpLedger *ledger)
             g_autofree char *mem = shown[l] == VP_LEVEL_NUMA ? nodeMemoryText(g) : g_strdup("");
 
             if (g->made_up)
-                printf("%*s%s - (these CPUs have no NUMA node)\n", (int)l * 2, "",
-                       vpLevelName(shown[l]));
+                printf("%*s%s - (%s)\n", (int)l * 2, "", vpLevelName(shown[l]),
+                       madeUpText(shown[l]));
             else
                 printf("%*s%s %u%s\n", (int)l * 2, "", vpLevelName(shown[l]), g->os, mem);
         }
@@ -102,9 +139,74 @@ printText(const vpTopology *topo, const vpLedger *ledger)
         }
         printf("      core %d:%s\n", c, line->str);
     }
+    printMemNodes(topo);
 }
 
-/* {"numa", "usable_cpus", "memory" (null: unknown), "hugepages": [{"size", "count"}]} a node. */
+/* The CPUs of a node as a Linux CPU list, "" for a CPU-less one. */
+static char *
+nodeCpus(const vpTopology *topo, const vpGroup *g)
+{
+    g_autoptr(vpBitmap) set = hwloc_bitmap_alloc();
+
+    for (int c = 0; c < g->ncores; c++) {
+        const vpCore *core = vpTopologyCore(topo, g->cores[c]);
+
+        for (int i = 0; i < core->npus; i++)
+            hwloc_bitmap_set(set, vpTopologyPU(topo, core->pus[i])->os);
+    }
+    return vpCpuListFormat(set);
+}
+
+/* "memory" and "hugepages" of a node. */
+static void
+nodePoolsJson(JsonBuilder *b, const vpGroup *g)
+{
+    json_builder_set_member_name(b, "memory");
+    if (g->memory)
+        json_builder_add_int_value(b, (gint64)g->memory);
+    else
+        json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "hugepages");
+    json_builder_begin_array(b);
+    for (unsigned i = 0; i < g->npools; i++) {
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "size");
+        json_builder_add_int_value(b, (gint64)g->pools[i].size);
+        json_builder_set_member_name(b, "count");
+        json_builder_add_int_value(b, (gint64)g->pools[i].count);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
+/* {"numa", "cpus", "usable_cpus", "near" (the CPU nodes of a CPU-less node, else null),
+ * "memory" (null: unknown), "hugepages": [{"size", "count"}]} a node. */
+static void
+nodeJson(JsonBuilder *b, const vpTopology *topo, const vpGroup *g)
+{
+    g_autofree char *cpus = nodeCpus(topo, g);
+    int os;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "numa");
+    json_builder_add_int_value(b, g->os);
+    json_builder_set_member_name(b, "cpus");
+    json_builder_add_string_value(b, cpus);
+    json_builder_set_member_name(b, "usable_cpus");
+    json_builder_add_int_value(b, g->npus);
+    json_builder_set_member_name(b, "near");
+    if (g->near) {
+        json_builder_begin_array(b);
+        hwloc_bitmap_foreach_begin(os, g->near) json_builder_add_int_value(b, os);
+        hwloc_bitmap_foreach_end();
+        json_builder_end_array(b);
+    } else {
+        json_builder_add_null_value(b);
+    }
+    nodePoolsJson(b, g);
+    json_builder_end_object(b);
+}
+
 static void
 nodesJson(JsonBuilder *b, const vpTopology *topo)
 {
@@ -112,31 +214,11 @@ nodesJson(JsonBuilder *b, const vpTopology *topo)
     for (int n = 0; n < vpTopologyNGroups(topo, VP_LEVEL_NUMA); n++) {
         const vpGroup *g = vpTopologyGroup(topo, VP_LEVEL_NUMA, n);
 
-        if (g->made_up)
-            continue;
-        json_builder_begin_object(b);
-        json_builder_set_member_name(b, "numa");
-        json_builder_add_int_value(b, g->os);
-        json_builder_set_member_name(b, "usable_cpus");
-        json_builder_add_int_value(b, g->npus);
-        json_builder_set_member_name(b, "memory");
-        if (g->memory)
-            json_builder_add_int_value(b, (gint64)g->memory);
-        else
-            json_builder_add_null_value(b);
-        json_builder_set_member_name(b, "hugepages");
-        json_builder_begin_array(b);
-        for (unsigned i = 0; i < g->npools; i++) {
-            json_builder_begin_object(b);
-            json_builder_set_member_name(b, "size");
-            json_builder_add_int_value(b, (gint64)g->pools[i].size);
-            json_builder_set_member_name(b, "count");
-            json_builder_add_int_value(b, (gint64)g->pools[i].count);
-            json_builder_end_object(b);
-        }
-        json_builder_end_array(b);
-        json_builder_end_object(b);
+        if (!g->made_up)
+            nodeJson(b, topo, g);
     }
+    for (int n = 0; n < vpTopologyNMemNodes(topo); n++)
+        nodeJson(b, topo, vpTopologyMemNode(topo, n));
     json_builder_end_array(b);
 }
 

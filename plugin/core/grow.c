@@ -312,13 +312,10 @@ vcpuNodes(const vpTopology *topo, const vpPlan *plan, const vpRequest *req, unsi
         mode = cell->mode;
         nodeset = cell->nodeset;
     }
-    /* only the nodes this host has: the placer refuses a nodeset naming others */
-    for (int g = 0; hardMode(mode) && nodeset && g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
-        const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
-
-        if (!node->made_up && hwloc_bitmap_isset(nodeset, node->os))
-            hwloc_bitmap_set(hard, node->os);
-    }
+    /* only the nodes this host has (the placer refuses a nodeset naming others), CPU-less
+     * ones included: the placer runs vCPUs bound to those near them */
+    if (hardMode(mode) && nodeset)
+        hwloc_bitmap_and(hard, nodeset, vpTopologyNodeSet(topo));
     for (unsigned i = 0; cell && i < old; i++) {
         int node = nodeOf(topo, plan->vcpu_pu[i]);
 

@@ -21,6 +21,7 @@ partClear(vpPart *part)
     g_free(part->ids);
     g_clear_pointer(&part->hard, hwloc_bitmap_free);
     g_clear_pointer(&part->prefer, hwloc_bitmap_free);
+    g_clear_pointer(&part->mem, hwloc_bitmap_free);
 }
 
 bool
@@ -29,12 +30,11 @@ vpPlacerHardMode(vpMemMode mode)
     return mode == VP_MEM_STRICT || mode == VP_MEM_RESTRICTIVE || mode == VP_MEM_INTERLEAVE;
 }
 
-/* Bytes still free for a domain of page size page on NUMA group g, G_MAXUINT64 when the
- * node's memory is unknown. */
+/* Bytes still free for a domain of page size page on a NUMA node (with CPUs or without),
+ * G_MAXUINT64 when the node's memory is unknown. */
 guint64
-vpPlacerNodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page)
+vpPlacerGroupFree(const vpCtx *ctx, const vpPlan *plan, const vpGroup *node, guint64 page)
 {
-    const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
     guint64 held = (ctx->ledger ? vpLedgerNodeMemory(ctx->ledger, node->os, page) : 0) +
                    vpPlanMemoryOnPages(plan, node->os, page);
     guint64 total = 0;
@@ -51,6 +51,65 @@ vpPlacerNodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page)
             total = node->pools[i].size * node->pools[i].count;
     }
     return total > held ? total - held : 0;
+}
+
+guint64
+vpPlacerNodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page)
+{
+    return vpPlacerGroupFree(ctx, plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g), page);
+}
+
+/* A vCPU on a node its nodeset names takes memory there; one on a node it may use only for
+ * being near a named CPU-less node takes that node's memory (the kernel binds to the nearest
+ * node of the set). */
+const vpGroup *
+vpPlacerMemTarget(const vpCtx *ctx, const vpPart *part, int g)
+{
+    const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
+    int os;
+
+    if (!part->mem || node->made_up || hwloc_bitmap_isset(part->mem, node->os))
+        return node;
+    hwloc_bitmap_foreach_begin(os, part->mem)
+    {
+        const vpGroup *mem = vpTopologyMemNodeByOS(ctx->topo, os);
+
+        if (mem && hwloc_bitmap_isset(mem->near, node->os))
+            return mem;
+    }
+    hwloc_bitmap_foreach_end();
+    return node;
+}
+
+static guint64
+partFree(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, int g)
+{
+    return vpPlacerGroupFree(ctx, plan, vpPlacerMemTarget(ctx, part, g), partPage(ctx, part));
+}
+
+static bool
+namesMemNode(const vpTopology *topo, hwloc_const_bitmap_t nodes)
+{
+    int os;
+
+    hwloc_bitmap_foreach_begin(os, nodes)
+    {
+        if (vpTopologyMemNodeByOS(topo, os))
+            return true;
+    }
+    hwloc_bitmap_foreach_end();
+    return false;
+}
+
+/* A hard nodeset naming CPU-less nodes: the part runs on the CPU nodes near them (and those
+ * it names), its memory stays on the named nodes (vpPlacerMemTarget). */
+static void
+partResolve(const vpTopology *topo, vpPart *part)
+{
+    if (!part->hard || part->mem || !namesMemNode(topo, part->hard))
+        return;
+    part->mem = part->hard;
+    part->hard = vpTopologyCpuNodesOf(topo, part->mem);
 }
 
 /* The mask for one part: usable PUs inside the cpuset, on allowed nodes (hard, then the
@@ -72,7 +131,7 @@ vpPlacerPartMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint
             (!part->hard || (!node->made_up && hwloc_bitmap_isset(part->hard, node->os))) &&
             (!only || (!node->made_up && hwloc_bitmap_isset(only, node->os))) &&
             (!avoid || node->made_up || !hwloc_bitmap_isset(avoid, node->os)) &&
-            vpPlacerNodeFree(ctx, plan, g, partPage(ctx, part)) >= need;
+            partFree(ctx, plan, part, g) >= need;
     }
     for (int pu = 0; pu < npus; pu++) {
         const vpPU *p = vpTopologyPU(topo, pu);
@@ -115,7 +174,7 @@ partRoom(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
     bool binds = false;
 
     for (int g = 0; g < nnodes; g++) {
-        guint64 free = vpPlacerNodeFree(ctx, plan, g, partPage(ctx, part));
+        guint64 free = partFree(ctx, plan, part, g);
 
         if (free == G_MAXUINT64 || free >= part->memory)
             room[g] = (int)part->n;
@@ -216,25 +275,29 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
         share = part->memory / pick->n * count[g];
         if (g == first)
             share += part->memory % pick->n;
-        if (vpPlacerNodeFree(ctx, plan, g, page) < share) {
-            const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
+        const vpGroup *node = vpPlacerMemTarget(ctx, part, g);
+
+        if (vpPlacerGroupFree(ctx, plan, node, page) < share) {
+            const vpGroup *cpus = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
             g_autofree char *want = vpMemoryFormat(share);
-            g_autofree char *have = vpPlacerBytesText(vpPlacerNodeFree(ctx, plan, g, page));
+            g_autofree char *have = vpPlacerBytesText(vpPlacerGroupFree(ctx, plan, node, page));
             g_autofree char *pages = page ? vpMemoryFormat(page) : NULL;
+            g_autofree char *where =
+                node == cpus ? g_strdup("there") : g_strdup_printf("on node %u", node->os);
 
             if (pages)
                 g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
-                            "domain '%s': its vCPUs on node %u need %s of %s huge pages there; "
+                            "domain '%s': its vCPUs on node %u need %s of %s huge pages %s; "
                             "node %u's %s pool has %s free",
-                            plan->domain, node->os, want, pages, node->os, pages, have);
+                            plan->domain, cpus->os, want, pages, where, node->os, pages, have);
             else
                 g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
-                            "domain '%s': its vCPUs on node %u need %s of memory there; node %u "
+                            "domain '%s': its vCPUs on node %u need %s of memory %s; node %u "
                             "has %s free",
-                            plan->domain, node->os, want, node->os, have);
+                            plan->domain, cpus->os, want, where, node->os, have);
             return FALSE;
         }
-        vpPlanAddPages(plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g)->os, page, share);
+        vpPlanAddPages(plan, node->os, page, share);
         given += share;
     }
     g_assert(given == part->memory);
@@ -371,6 +434,8 @@ vpPlacerPlaceParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GErro
 {
     g_autoptr(vpBitmap) taken = hwloc_bitmap_alloc();
 
+    for (guint p = 0; p < parts->len; p++)
+        partResolve(ctx->topo, &g_array_index(parts, vpPart, p));
     for (guint p = 0; p < parts->len; p++) {
         const vpPart *part = &g_array_index(parts, vpPart, p);
         vpChoice choice = {0};
@@ -542,6 +607,10 @@ vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **
         known &= node->memory > 0 || node->made_up;
         total += node->memory;
     }
+    for (int m = 0; m < vpTopologyNMemNodes(topo); m++) {
+        known &= vpTopologyMemNode(topo, m)->memory > 0;
+        total += vpTopologyMemNode(topo, m)->memory;
+    }
     if (known && !req->hugepage_size && req->memory > total) {
         g_autofree char *want = vpMemoryFormat(req->memory);
         g_autofree char *have = vpMemoryFormat(total);
@@ -585,6 +654,9 @@ vpPlacerSplittable(const vpTopology *topo, const vpLedger *ledger, const vpReque
 
     if (!only || only->one_node || !only->memory || req->vcpus < 2 ||
         (loc != VP_LOCALITY_AUTO && loc != VP_LOCALITY_PACKAGE && loc != VP_LOCALITY_HOST))
+        return false;
+    /* memory bound to CPU-less nodes stays there however the vCPUs are cut */
+    if (only->mem || (only->hard && namesMemNode(topo, only->hard)))
         return false;
     for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
         const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);

@@ -171,7 +171,10 @@ placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, 
         packTopology(plan, topo, req, &choice);
     /* the emulator too stays inside the cpuset and the hard nodes */
     if (req->cpuset || (vpPlacerHardMode(req->mem_mode) && req->nodeset)) {
-        vpPart whole = {.hard = vpPlacerHardMode(req->mem_mode) ? req->nodeset : NULL};
+        g_autoptr(vpBitmap) cpu_nodes = vpPlacerHardMode(req->mem_mode) && req->nodeset
+                                            ? vpTopologyCpuNodesOf(topo, req->nodeset)
+                                            : NULL;
+        vpPart whole = {.hard = cpu_nodes};
 
         dom_ok = vpPlacerPartMask(&ctx, plan, &whole, 0, NULL, NULL, false);
         vpPlacerCtxSetMask(&ctx, dom_ok);

@@ -82,9 +82,12 @@ typedef struct {
 /* One part of a domain, placed as one (see "Constraints" in numafit.c). */
 typedef struct {
     unsigned n;
-    unsigned *ids;         /* vCPU ids */
-    guint64 memory;        /* bytes */
-    hwloc_bitmap_t hard;   /* Linux node numbers the part must stay on, NULL: any */
+    unsigned *ids;       /* vCPU ids */
+    guint64 memory;      /* bytes */
+    hwloc_bitmap_t hard; /* Linux node numbers the part must stay on, NULL: any */
+    /* The hard nodeset as the domain wrote it when it names CPU-less nodes (then hard holds
+     * the CPU nodes near them, see vpPlacerPlaceParts), else NULL. */
+    hwloc_bitmap_t mem;
     hwloc_bitmap_t prefer; /* tried first, NULL: none */
     bool one_node;
     int cell;     /* guest cell id, -1 */
@@ -155,6 +158,10 @@ gboolean vpPlacerEmulatorOffRealtime(const vpCtx *ctx, vpPlan *plan, vpChoice *c
 /* numafit.c: NUMA statements, the cpuset and memory: parts, masks and what each node holds */
 bool vpPlacerHardMode(vpMemMode mode);
 guint64 vpPlacerNodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page);
+guint64 vpPlacerGroupFree(const vpCtx *ctx, const vpPlan *plan, const vpGroup *node, guint64 page);
+/* The node that holds the memory of a part's vCPUs on NUMA group g: g itself, or the
+ * CPU-less node of part->mem near g. */
+const vpGroup *vpPlacerMemTarget(const vpCtx *ctx, const vpPart *part, int g);
 bool *vpPlacerPartMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
                        hwloc_const_bitmap_t only, hwloc_const_bitmap_t avoid, bool off_own);
 int vpPlacerNodeRoom(const vpCtx *ctx, const vpPick *pick, int pu);

@@ -150,6 +150,28 @@ vpPlacerBytesText(guint64 bytes)
     return bytes == G_MAXUINT64 ? g_strdup("unknown") : vpMemoryFormat(bytes);
 }
 
+/* The free memory of each CPU-less node the part's nodeset names: where its memory goes. */
+static void
+memNodesText(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, GString *s, const char *sep)
+{
+    int os;
+
+    if (!part->mem)
+        return;
+    hwloc_bitmap_foreach_begin(os, part->mem)
+    {
+        const vpGroup *node = vpTopologyMemNodeByOS(ctx->topo, os);
+        g_autofree char *mem = NULL;
+
+        if (!node)
+            continue;
+        mem = vpPlacerBytesText(vpPlacerGroupFree(ctx, plan, node, partPage(ctx, part)));
+        g_string_append_printf(s, "%snode %u (no CPUs) has %s free", sep, node->os, mem);
+        sep = ", ";
+    }
+    hwloc_bitmap_foreach_end();
+}
+
 /* "4 vCPUs with smt=isolate need 4 free whole cores on nodes 5; node 5 has 2": the figures
  * per allowed node, and the free memory of each allowed node when memory was short. */
 char *
@@ -164,7 +186,8 @@ vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
     const char *sep = "; ";
 
     for (int g = 0; g < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); g++)
-        short_memory |= vpPlacerNodeFree(ctx, plan, g, page) < part->memory;
+        short_memory |=
+            vpPlacerGroupFree(ctx, plan, vpPlacerMemTarget(ctx, part, g), page) < part->memory;
     if (plain) {
         g_autofree char *text = vpPlacerRefusalText(ctx, smt, ctx->req->policy.locality, part->n);
 
@@ -176,7 +199,11 @@ vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
                                vpSmtName(smt), need(part->n), part->n, roomUnit(smt, part->n));
         if (part->one_node)
             g_string_append(s, " on one node");
-        if (nodes)
+        if (part->mem) {
+            g_autofree char *named = vpCpuListFormat(part->mem);
+
+            g_string_append_printf(s, " of nodes %s (CPUs of nodes %s)", named, nodes);
+        } else if (nodes)
             g_string_append_printf(s, " of nodes %s", nodes);
         if (ctx->req->cpuset) {
             g_autofree char *cpus = vpCpuListFormat(ctx->req->cpuset);
@@ -201,9 +228,11 @@ vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
         g_string_append_printf(s, "%snode %u has ", sep, node->os);
         if (!plain)
             g_string_append_printf(s, "%d", roomIn(ctx, node, smt));
-        if (short_memory)
+        /* a node whose vCPUs would take a CPU-less node's memory: that node's is said */
+        if (short_memory && vpPlacerMemTarget(ctx, part, g) == node)
             g_string_append_printf(s, "%s%s free", plain ? "" : " and ", mem);
         sep = ", ";
     }
+    memNodesText(ctx, plan, part, s, sep);
     return g_string_free(g_steal_pointer(&s), FALSE);
 }

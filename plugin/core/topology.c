@@ -7,7 +7,6 @@
 #include "core/topology.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct {
     unsigned os;
@@ -21,6 +20,8 @@ typedef struct {
     guint64 memory;
     unsigned npools;
     vpPagePool *pools;
+    hwloc_bitmap_t cpus; /* local CPUs, for a node without CPUs of its own */
+    bool has_cpus;       /* some PU's NUMA key is this node's */
 } vpRawNode;
 
 struct _vpTopology {
@@ -36,95 +37,13 @@ struct _vpTopology {
     GArray *pus;   /* vpPU */
     GArray *cores; /* vpCore */
     GArray *groups[VP_LEVEL_LAST];
+    GArray *memnodes; /* vpGroup, CPU-less NUMA nodes */
     int *pu_by_os;
     unsigned npu_by_os;
     int max_smt;
     hwloc_bitmap_t usable;
     hwloc_bitmap_t housekeeping;
 };
-
-static const char *const level_names[VP_LEVEL_LAST] = {
-    [VP_LEVEL_CORE] = "core", [VP_LEVEL_CLUSTER] = "cluster", [VP_LEVEL_L3] = "l3",
-    [VP_LEVEL_NUMA] = "numa", [VP_LEVEL_PACKAGE] = "package", [VP_LEVEL_HOST] = "host",
-};
-
-const char *
-vpLevelName(vpLevel level)
-{
-    return level < VP_LEVEL_LAST ? level_names[level] : "?";
-}
-
-int
-vpLevelFromName(const char *name)
-{
-    for (int i = 0; i < VP_LEVEL_LAST; i++) {
-        if (g_strcmp0(name, level_names[i]) == 0)
-            return i;
-    }
-    return -1;
-}
-
-/* Linux's cpulist grammar: N or N-M (N <= M) separated by commas, CPUs up to 65535. */
-static gboolean
-vpCpuListValid(const char *list)
-{
-    g_auto(GStrv) parts = g_strsplit(list, ",", -1);
-
-    for (char **part = parts; *part; part++) {
-        g_auto(GStrv) range = g_strsplit(*part, "-", 3);
-        guint64 lo = 0, hi = 0;
-
-        if (!range[0] || !g_ascii_string_to_unsigned(range[0], 10, 0, 65535, &lo, NULL))
-            return FALSE;
-        hi = lo;
-        if (range[1] &&
-            (range[2] || !g_ascii_string_to_unsigned(range[1], 10, 0, 65535, &hi, NULL) || hi < lo))
-            return FALSE;
-    }
-    return TRUE;
-}
-
-hwloc_bitmap_t
-vpCpuListParse(const char *field, const char *list, GError **error)
-{
-    hwloc_bitmap_t set;
-
-    if (!list || !*list) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='' is empty, expected a CPU list",
-                    field);
-        return NULL;
-    }
-    /* Checked here in full, not left to hwloc: its parser takes "0-" as infinite and
-     * ",-19" as CPU 4294967277, and allocates a bitmap up to the highest CPU named, so
-     * "0-4000000000" costs half a gigabyte before any bound could refuse it. */
-    if (!vpCpuListValid(list)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not a CPU list (e.g. 0-3,8)",
-                    field, list);
-        return NULL;
-    }
-    set = hwloc_bitmap_alloc();
-    if (hwloc_bitmap_list_sscanf(set, list) < 0 || hwloc_bitmap_weight(set) < 0) {
-        hwloc_bitmap_free(set);
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not a CPU list (e.g. 0-3,8)",
-                    field, list);
-        return NULL;
-    }
-    return set;
-}
-
-char *
-vpCpuListFormat(hwloc_const_bitmap_t set)
-{
-    char *s = NULL;
-    char *ret;
-
-    if (!set || hwloc_bitmap_iszero(set))
-        return g_strdup("");
-    hwloc_bitmap_list_asprintf(&s, set);
-    ret = g_strdup(s);
-    free(s);
-    return ret;
-}
 
 vpTopology *
 vpTopologyNew(void)
@@ -141,6 +60,7 @@ vpTopologyNew(void)
     topo->cores = g_array_new(FALSE, TRUE, sizeof(vpCore));
     for (int l = 0; l < VP_LEVEL_LAST; l++)
         topo->groups[l] = g_array_new(FALSE, TRUE, sizeof(vpGroup));
+    topo->memnodes = g_array_new(FALSE, TRUE, sizeof(vpGroup));
     topo->usable = hwloc_bitmap_alloc();
     topo->housekeeping = hwloc_bitmap_alloc();
     return topo;
@@ -160,8 +80,15 @@ vpTopologyFree(vpTopology *topo)
         }
         g_array_free(topo->groups[l], TRUE);
     }
-    for (guint i = 0; i < topo->nodes->len; i++)
+    for (guint i = 0; i < topo->memnodes->len; i++) {
+        g_free(g_array_index(topo->memnodes, vpGroup, i).pools);
+        hwloc_bitmap_free(g_array_index(topo->memnodes, vpGroup, i).near);
+    }
+    g_array_free(topo->memnodes, TRUE);
+    for (guint i = 0; i < topo->nodes->len; i++) {
         g_free(g_array_index(topo->nodes, vpRawNode, i).pools);
+        hwloc_bitmap_free(g_array_index(topo->nodes, vpRawNode, i).cpus);
+    }
     g_array_free(topo->nodes, TRUE);
     hwloc_bitmap_free(topo->nodeset);
     g_array_free(topo->raw, TRUE);
@@ -241,6 +168,22 @@ vpTopologySetNode(vpTopology *topo, int numa, unsigned os, guint64 memory, const
 }
 
 void
+vpTopologySetNodeCpus(vpTopology *topo, int numa, hwloc_const_bitmap_t cpus)
+{
+    g_return_if_fail(!topo->final);
+    for (guint i = 0; i < topo->nodes->len; i++) {
+        vpRawNode *n = &g_array_index(topo->nodes, vpRawNode, i);
+
+        if (n->key != numa)
+            continue;
+        if (!n->cpus)
+            n->cpus = hwloc_bitmap_alloc();
+        hwloc_bitmap_copy(n->cpus, cpus);
+        return;
+    }
+}
+
+void
 vpTopologyAddOffline(vpTopology *topo, unsigned os)
 {
     g_return_if_fail(!topo->final);
@@ -307,6 +250,7 @@ describeNode(vpTopology *topo, int key, vpGroup *g)
 
         if (n->key != key)
             continue;
+        n->has_cpus = true;
         g->os = n->os;
         g->memory = n->memory;
         g->npools = n->npools;
@@ -446,6 +390,59 @@ buildGroups(vpTopology *topo)
     }
 }
 
+/* The CPU nodes near a CPU-less node: those with a PU among its local CPUs; all of them
+ * when it has none (hwloc attaches a machine-wide memory tier to the machine). */
+static hwloc_bitmap_t
+nearNodes(const vpTopology *topo, hwloc_const_bitmap_t cpus)
+{
+    hwloc_bitmap_t near = hwloc_bitmap_alloc();
+
+    for (guint i = 0; cpus && i < topo->pus->len; i++) {
+        const vpPU *pu = &g_array_index(topo->pus, vpPU, i);
+        int g = g_array_index(topo->cores, vpCore, pu->core).group[VP_LEVEL_NUMA];
+        const vpGroup *node = &g_array_index(topo->groups[VP_LEVEL_NUMA], vpGroup, g);
+
+        if (!node->made_up && hwloc_bitmap_isset(cpus, pu->os))
+            hwloc_bitmap_set(near, node->os);
+    }
+    if (hwloc_bitmap_iszero(near)) {
+        for (guint g = 0; g < topo->groups[VP_LEVEL_NUMA]->len; g++) {
+            const vpGroup *node = &g_array_index(topo->groups[VP_LEVEL_NUMA], vpGroup, g);
+
+            if (!node->made_up)
+                hwloc_bitmap_set(near, node->os);
+        }
+    }
+    return near;
+}
+
+static int
+memNodeCompare(gconstpointer a, gconstpointer b)
+{
+    const vpGroup *x = a, *y = b;
+
+    return x->os < y->os ? -1 : x->os > y->os;
+}
+
+/* Described nodes that no PU named are the CPU-less ones. */
+static void
+buildMemNodes(vpTopology *topo)
+{
+    for (guint i = 0; i < topo->nodes->len; i++) {
+        const vpRawNode *n = &g_array_index(topo->nodes, vpRawNode, i);
+        vpGroup g = {.level = VP_LEVEL_NUMA, .os = n->os, .memory = n->memory};
+
+        if (n->has_cpus || vpTopologyNodeByOS(topo, n->os) >= 0 ||
+            vpTopologyMemNodeByOS(topo, n->os))
+            continue;
+        g.npools = n->npools;
+        g.pools = g_memdup2(n->pools, sizeof(*n->pools) * n->npools);
+        g.near = nearNodes(topo, n->cpus);
+        g_array_append_val(topo->memnodes, g);
+    }
+    g_array_sort(topo->memnodes, memNodeCompare);
+}
+
 static gboolean
 checkSubset(vpTopology *topo, hwloc_const_bitmap_t set, const char *what, GError **error)
 {
@@ -508,6 +505,7 @@ vpTopologyFinalize(vpTopology *topo, hwloc_const_bitmap_t host, hwloc_const_bitm
             hwloc_bitmap_set(topo->usable, pu->os);
     }
     buildGroups(topo);
+    buildMemNodes(topo);
     g_array_set_size(topo->raw, 0);
     topo->final = true;
     return true;
@@ -595,6 +593,50 @@ vpTopologyNodeByOS(const vpTopology *topo, unsigned os)
             return i;
     }
     return -1;
+}
+
+int
+vpTopologyNMemNodes(const vpTopology *topo)
+{
+    return topo->memnodes->len;
+}
+
+const vpGroup *
+vpTopologyMemNode(const vpTopology *topo, int idx)
+{
+    g_return_val_if_fail(idx >= 0 && (guint)idx < topo->memnodes->len, NULL);
+    return &g_array_index(topo->memnodes, vpGroup, idx);
+}
+
+const vpGroup *
+vpTopologyMemNodeByOS(const vpTopology *topo, unsigned os)
+{
+    for (guint i = 0; i < topo->memnodes->len; i++) {
+        const vpGroup *g = &g_array_index(topo->memnodes, vpGroup, i);
+
+        if (g->os == os)
+            return g;
+    }
+    return NULL;
+}
+
+hwloc_bitmap_t
+vpTopologyCpuNodesOf(const vpTopology *topo, hwloc_const_bitmap_t nodeset)
+{
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    int os;
+
+    hwloc_bitmap_foreach_begin(os, nodeset)
+    {
+        const vpGroup *mem = vpTopologyMemNodeByOS(topo, os);
+
+        if (mem)
+            hwloc_bitmap_or(nodes, nodes, mem->near);
+        else if (vpTopologyNodeByOS(topo, os) >= 0)
+            hwloc_bitmap_set(nodes, os);
+    }
+    hwloc_bitmap_foreach_end();
+    return nodes;
 }
 
 hwloc_const_bitmap_t

@@ -63,6 +63,9 @@ typedef struct {
     /* The machine has no such object above these cores (CPUs without a NUMA node, as when a
      * node's memory is offline): the model made one up, os means nothing. */
     bool made_up;
+    /* CPU-less NUMA nodes only (vpTopologyMemNode): the CPU nodes (Linux numbers) whose CPUs
+     * are local to this memory, every CPU node when the machine gives it no locality. */
+    hwloc_bitmap_t near;
 } vpGroup;
 
 typedef struct _vpTopology vpTopology;
@@ -86,6 +89,9 @@ void vpTopologyAddPU(vpTopology *topo, unsigned os, int package, int numa, int l
  * a description a node's number is its key and its memory unknown. */
 void vpTopologySetNode(vpTopology *topo, int numa, unsigned os, guint64 memory,
                        const vpPagePool *pools, unsigned npools);
+/* The CPUs local to node numa (hwloc: a NUMA node's cpuset), for a node that has no CPUs of
+ * its own; without it such a node is near every CPU node. */
+void vpTopologySetNodeCpus(vpTopology *topo, int numa, hwloc_const_bitmap_t cpus);
 /* A CPU the machine has but that is offline: shown, never handed out, not in any core. */
 void vpTopologyAddOffline(vpTopology *topo, unsigned os);
 /* Restricts handing out to host \ housekeeping (either may be NULL: all / none) and
@@ -117,6 +123,16 @@ int vpTopologyCoreUsable(const vpTopology *topo, int core);
 
 /* Index of the NUMA group with Linux node number os, or -1 (also for CPU-less nodes). */
 int vpTopologyNodeByOS(const vpTopology *topo, unsigned os);
+/* NUMA nodes without CPUs (HBM, CXL memory, memory tiers): level VP_LEVEL_NUMA, no cores,
+ * near set. Ascending Linux node number. */
+int vpTopologyNMemNodes(const vpTopology *topo);
+const vpGroup *vpTopologyMemNode(const vpTopology *topo, int idx);
+/* The CPU-less node with Linux node number os, or NULL. */
+const vpGroup *vpTopologyMemNodeByOS(const vpTopology *topo, unsigned os);
+/* The CPU nodes (Linux numbers) whose CPUs a domain bound to the nodes of nodeset may run
+ * on: the CPU nodes nodeset names, and those near the CPU-less nodes it names (caller
+ * frees). */
+hwloc_bitmap_t vpTopologyCpuNodesOf(const vpTopology *topo, hwloc_const_bitmap_t nodeset);
 /* Every Linux node number the machine has, CPU-less nodes included. */
 hwloc_const_bitmap_t vpTopologyNodeSet(const vpTopology *topo);
 /* Gives memory (bytes) to every node whose memory is unknown: hwloc exports without

@@ -76,6 +76,12 @@ describeNodes(hwloc_topology_t hw, vpTopology *topo, gboolean memory_known)
         }
         vpTopologySetNode(topo, (int)node->logical_index, node->os_index,
                           memory_known ? a->local_memory : 0, pools, npools);
+        /* A node without PUs of its own still has a cpuset in hwloc: the CPUs of the object
+         * it hangs from (a KNL SNC's MCDRAM: that cluster; a CXL expander: its package; a
+         * machine-wide tier: every CPU). Every export carries it, while distance matrices
+         * are often missing or made up, so locality is read from it. */
+        if (node->cpuset)
+            vpTopologySetNodeCpus(topo, (int)node->logical_index, node->cpuset);
     }
 }
 

@@ -13,7 +13,9 @@ vpDomXMLMemory(const char *where, const char *value, const char *unit, guint64 *
                GError **error)
 {
     g_autofree char *field = g_strdup_printf("domain XML: %s", where);
-    g_autofree char *shown = vpDomXMLShow(value ? value : "");
+    /* libvirt reads the figure with strtoull, which takes one leading '+' */
+    const char *figure = value && value[0] == '+' && g_ascii_isdigit(value[1]) ? value + 1 : value;
+    g_autofree char *shown = vpDomXMLShow(figure ? figure : "");
     /* An empty unit is no unit to libvirt (it reads attributes through XPath strings). */
     g_autofree char *ushown = unit && *unit ? vpDomXMLShow(unit) : NULL;
 

@@ -174,6 +174,14 @@ hardNodes(const vpRequest *req, unsigned i)
     return hardMode(req->mem_mode) ? req->nodeset : NULL;
 }
 
+/* The CPU nodes vCPU i may run on under its hard nodes: those named, and those near the
+ * CPU-less nodes named (whose memory the vCPUs then use); NULL: any. */
+static hwloc_bitmap_t
+hardCpuNodes(const vpTopology *topo, hwloc_const_bitmap_t hard)
+{
+    return hard ? vpTopologyCpuNodesOf(topo, hard) : NULL;
+}
+
 /* Bytes of node g's memory (less the host reserve) or huge page pool of the given size;
  * 0 when the node's memory is unknown. */
 static guint64
@@ -235,9 +243,9 @@ static bool
 wholeFreeCoreFor(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
                  const vpPlan *plan, hwloc_const_bitmap_t held, int vcpu, int cpu)
 {
-    hwloc_const_bitmap_t hard = vcpu >= 0                 ? hardNodes(req, vcpu)
-                                : hardMode(req->mem_mode) ? req->nodeset
-                                                          : NULL;
+    g_autoptr(vpBitmap) hard = hardCpuNodes(topo, vcpu >= 0                 ? hardNodes(req, vcpu)
+                                                  : hardMode(req->mem_mode) ? req->nodeset
+                                                                            : NULL);
     int own = vpTopologyPU(topo, vpTopologyPUByOS(topo, cpu))->core;
     int own_node = vpTopologyCore(topo, own)->group[VP_LEVEL_NUMA];
     guint64 share = vcpuShare(req, plan);
@@ -316,7 +324,7 @@ checkConstraints(const vpTopology *topo, const vpRequest *req, const vpPlan *pla
     if (plan->how != VP_HOW_PLACED)
         return TRUE;
     for (unsigned i = 0; i < plan->nvcpus; i++) {
-        hwloc_const_bitmap_t nodes = hardNodes(req, i);
+        g_autoptr(vpBitmap) nodes = hardCpuNodes(topo, hardNodes(req, i));
         int cpu = plan->vcpu_pu[i];
 
         if (cpu < 0)
@@ -326,6 +334,12 @@ checkConstraints(const vpTopology *topo, const vpRequest *req, const vpPlan *pla
         if (nodes && (nodeOf(topo, cpu) < 0 || !hwloc_bitmap_isset(nodes, nodeOf(topo, cpu))))
             return fail(error, "vCPU %u is on node %d, outside its hard nodeset", i,
                         nodeOf(topo, cpu));
+    }
+    /* the memory itself stays on the nodes named, CPU-less ones included */
+    for (unsigned m = 0; !req->ncells && hardMode(req->mem_mode) && req->nodeset && m < plan->nmem;
+         m++) {
+        if (!hwloc_bitmap_isset(req->nodeset, plan->mem[m].node))
+            return fail(error, "memory on node %u, outside the hard nodeset", plan->mem[m].node);
     }
     return TRUE;
 }
@@ -376,7 +390,8 @@ checkCells(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
                         req->cells[c].id);
         for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
             const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
-            hwloc_const_bitmap_t hard = hardNodes(req, hwloc_bitmap_first(req->cells[c].vcpus));
+            g_autoptr(vpBitmap) hard =
+                hardCpuNodes(topo, hardNodes(req, hwloc_bitmap_first(req->cells[c].vcpus)));
 
             if (!node->made_up && (!hard || hwloc_bitmap_isset(hard, node->os)) && !req->cpuset &&
                 wholeRoom(topo, ledger, g) >= n &&
@@ -396,12 +411,12 @@ checkMemory(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, 
 {
     for (unsigned m = 0; m < plan->nmem; m++) {
         int g = vpTopologyNodeByOS(topo, plan->mem[m].node);
-        const vpGroup *node;
+        const vpGroup *node = g >= 0 ? vpTopologyGroup(topo, VP_LEVEL_NUMA, g)
+                                     : vpTopologyMemNodeByOS(topo, plan->mem[m].node);
         guint64 cap, used;
 
-        if (g < 0)
+        if (!node)
             return fail(error, "memory on node %u, which the host lacks", plan->mem[m].node);
-        node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
         if (!node->memory)
             continue;
         guint64 page = plan->mem[m].page_size;

@@ -39,8 +39,13 @@ topologySource(GKeyFile *kf, GError **error)
 {
     g_autofree char *file = g_key_file_get_string(kf, "case", "topology-file", NULL);
 
+    g_autofree char *own = g_key_file_get_string(kf, "case", "topology-own", NULL);
+
     if (file)
         return g_build_filename(shared, file, NULL);
+    /* the project's own hand-written exports, tests/topologies */
+    if (own)
+        return g_build_filename(g_getenv("VP_TOPDIR"), "tests", "topologies", own, NULL);
     return g_key_file_get_string(kf, "case", "topology", error);
 }
 

@@ -1,11 +1,11 @@
 #!/bin/bash
 # Every JSON document vcpuplace writes against its written format (vcpuplace-json(7), the
 # JSON Schemas in tests/e2e/schema/vcpuplace.schema.json): the offline commands' --json
-# (plan placed and refused, topology with and without owners, capacity, simulate, score),
-# the ledger file, and, from vcpuplaced on libvirt's test driver with placed domains, the
-# live commands' --json (status, top, rebalance --dry-run, capacity, topology, pin-config,
-# policy for one and for several domains), the daemon's ledger file and its socket replies
-# to the hook's operations, a success and an error. A ledger in the spelling before
+# (plan placed and refused, topology with and without owners and with a CPU-less node,
+# capacity, simulate, score), the ledger file, and, from vcpuplaced on libvirt's test driver
+# with placed domains, the live commands' --json (status, top, rebalance --dry-run,
+# capacity, topology, pin-config, policy for one and for several domains), the daemon's
+# ledger file and its socket replies to the hook's operations, a success and an error. A ledger in the spelling before
 # format 1 still loads. VP_JSON_KEEP=DIR keeps the documents.
 set -euo pipefail
 build=${VP_BUILDDIR:?}
@@ -51,6 +51,9 @@ doc plan "$tmp/plan-refused.json"
 doc topology "$tmp/topology.json"
 "$cli" topology -t "$topo" --ledger "$tmp/ledger.json" --json >"$tmp/topology-owners.json"
 doc topology "$tmp/topology-owners.json"
+# a NUMA node without CPUs (CXL memory): empty cpus, its near nodes
+"$cli" topology -t "$top/tests/topologies/cxl-2n1m.xml" --json >"$tmp/topology-cpuless.json"
+doc topology "$tmp/topology-cpuless.json"
 "$cli" capacity -t "$topo" --vcpus 1,2 --json >"$tmp/capacity.json"
 doc capacity "$tmp/capacity.json"
 printf '%s\n' '{"op":"start","name":"vm1","vcpus":2,"smt":"spread","cpus":[0,2],"us":3}' \

@@ -74,6 +74,11 @@ check "topology --node-memory bad" 1 "--node-memory='lots' is not a memory size"
 check "topology --json nodes" 0 '"memory" : 16000000000' "$cli" topology --json --topology "$mem"
 check "plan shows memory per node" 0 "memory: 64 MiB on numa 0" \
   "$cli" plan --topology "$mem" "$tmp/ok.xml"
+cxl=$(dirname "$0")/../topologies/cxl-2n1m.xml
+check "topology lists a CPU-less node" 0 "numa 2: no CPUs, memory 4 GiB, near nodes 1" \
+  "$cli" topology --topology "$cxl"
+check "topology: a made-up L3 is no missing node" 0 "l3 - (these cores share no L3 cache)" \
+  "$cli" topology --topology "$cxl"
 
 printf '{"op":"start","name":"a","vcpus":4,"smt":"pack"}\n{"op":"start","name":"b","vcpus":2}\n' \
   > "$tmp/trace.jsonl"

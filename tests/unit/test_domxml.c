@@ -204,6 +204,26 @@ START_TEST(test_numa_elements)
 }
 END_TEST
 
+/* libvirt reads memory figures with strtoull: one leading '+' is taken, two are not. */
+START_TEST(test_memory_plus_sign)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpRequest) req = parseText(
+        "<domain type='kvm'><name>n</name><memory>+1024</memory><currentMemory "
+        "unit='MiB'>+1</currentMemory><cpu><numa><cell id='0' cpus='0' memory='+1' unit='MiB'/>"
+        "</numa></cpu></domain>",
+        &err);
+    g_autoptr(vpRequest) bad = NULL;
+
+    ck_assert_msg(req, "%s", err ? err->message : "");
+    ck_assert_uint_eq(req->memory, 1ULL << 20);
+    ck_assert_uint_eq(req->cells[0].memory, 1ULL << 20);
+    bad = parseText("<domain type='kvm'><name>n</name><memory>++1024</memory></domain>", &err);
+    ck_assert_ptr_null(bad);
+    ck_assert_msg(strstr(err->message, "<memory> '++1024'"), "%s", err->message);
+}
+END_TEST
+
 START_TEST(test_domain_types)
 {
     static const struct {
@@ -877,6 +897,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_escapes);
     tcase_add_loop_test(tc, test_bad_values, 0, G_N_ELEMENTS(bad));
     tcase_add_test(tc, test_numa_elements);
+    tcase_add_test(tc, test_memory_plus_sign);
     tcase_add_test(tc, test_domain_types);
     tcase_add_test(tc, test_long_value_is_cut_in_message);
     tcase_add_test(tc, test_malformed);

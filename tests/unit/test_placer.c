@@ -293,6 +293,50 @@ START_TEST(test_churn_real)
 }
 END_TEST
 
+/* Memory bound to a CPU-less node (hand-written CXL export: node 2, near node 1) is held on
+ * it in the ledger, runs on node 1's CPUs, and is refused once node 2 is full whatever
+ * node 1 holds. */
+static vpRequest *
+boundRequest(const char *name, unsigned vcpus, guint64 memory, unsigned node)
+{
+    vpRequest *req = request(name, vcpus, VP_SMT_SPREAD, NULL);
+
+    req->memory = memory;
+    req->mem_mode = VP_MEM_STRICT;
+    req->nodeset = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(req->nodeset, node);
+    return req;
+}
+
+START_TEST(test_cpuless_node_memory)
+{
+    g_autofree char *file =
+        g_build_filename(g_getenv("VP_TOPDIR"), "tests", "topologies", "cxl-2n1m.xml", NULL);
+    g_autoptr(vpTopology) topo = load(file);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) a = boundRequest("a", 2, 3ULL << 30, 2);
+    g_autoptr(vpRequest) b = boundRequest("b", 1, 1ULL << 30, 2);
+    g_autoptr(vpRequest) c = boundRequest("c", 1, 1ULL << 30, 1);
+    g_autoptr(vpPlan) pa = placeAdd(topo, ledger, a);
+    g_autoptr(vpPlan) pc = NULL;
+    g_autoptr(vpPlan) pb = NULL;
+    g_autoptr(GError) error = NULL;
+
+    for (unsigned i = 0; i < pa->nvcpus; i++)
+        ck_assert_int_ge(pa->vcpu_pu[i], 4);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 2, 0), 3ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 1, 0), 0);
+    ck_assert_ptr_null(vpPlace(topo, ledger, b, &error));
+    ck_assert_msg(strstr(error->message, "on node 2; node 2 has 512 MiB free"), "%s",
+                  error->message);
+    pc = placeAdd(topo, ledger, c);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 1, 0), 1ULL << 30);
+    ck_assert(vpLedgerRemove(ledger, "a"));
+    pb = placeAdd(topo, ledger, b);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 2, 0), 1ULL << 30);
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -306,6 +350,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_deterministic);
     tcase_add_test(tc, test_pinned_respected);
     tcase_add_test(tc, test_share_overcommit);
+    tcase_add_test(tc, test_cpuless_node_memory);
     tcase_add_test(tc, test_churn_synthetic);
     tcase_add_test(tc, test_churn_real);
     suite_add_tcase(s, tc);

@@ -316,6 +316,80 @@ START_TEST(test_node_os_numbers)
 }
 END_TEST
 
+/* A CXL expander (node 2, hand-written export): a node with memory and pools, no CPUs, near
+ * the CPU node of the package hwloc attaches it to; nodesets naming it run on that node. */
+START_TEST(test_cpuless_node)
+{
+    g_autofree char *file =
+        g_build_filename(g_getenv("VP_TOPDIR"), "tests", "topologies", "cxl-2n1m.xml", NULL);
+    g_autoptr(vpTopology) topo = load(file);
+    g_autoptr(vpBitmap) named = hwloc_bitmap_alloc();
+    g_autoptr(vpBitmap) cpus = NULL;
+    g_autofree char *nodes = NULL;
+    const vpGroup *g;
+
+    ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_NUMA), 2);
+    ck_assert_int_eq(vpTopologyNMemNodes(topo), 1);
+    ck_assert_int_eq(vpTopologyNodeByOS(topo, 2), -1);
+    ck_assert_ptr_null(vpTopologyMemNodeByOS(topo, 1));
+    g = vpTopologyMemNodeByOS(topo, 2);
+    ck_assert_ptr_eq(g, vpTopologyMemNode(topo, 0));
+    ck_assert_int_eq(g->ncores, 0);
+    ck_assert_int_eq(g->npus, 0);
+    ck_assert_uint_eq(g->memory, 4ULL << 30);
+    ck_assert_uint_eq(g->npools, 1);
+    ck_assert_uint_eq(g->pools[0].size, 2ULL << 20);
+    ck_assert_uint_eq(g->pools[0].count, 512);
+    nodes = vpCpuListFormat(g->near);
+    ck_assert_str_eq(nodes, "1");
+    g_free(nodes);
+    nodes = vpCpuListFormat(vpTopologyNodeSet(topo));
+    ck_assert_str_eq(nodes, "0-2");
+    g_free(nodes);
+    ck_assert_ptr_null(vpTopologyGroup(topo, VP_LEVEL_NUMA, 0)->near);
+
+    hwloc_bitmap_set(named, 2);
+    cpus = vpTopologyCpuNodesOf(topo, named);
+    nodes = vpCpuListFormat(cpus);
+    ck_assert_str_eq(nodes, "1");
+    g_free(nodes);
+    g_clear_pointer(&cpus, hwloc_bitmap_free);
+    hwloc_bitmap_set(named, 0);
+    cpus = vpTopologyCpuNodesOf(topo, named);
+    nodes = vpCpuListFormat(cpus);
+    ck_assert_str_eq(nodes, "0-1");
+}
+END_TEST
+
+/* Through the builder: a described node no PU names has no CPUs; without local CPUs it is
+ * near every CPU node (no locality), with them near the nodes that hold them. */
+START_TEST(test_cpuless_builder)
+{
+    g_autoptr(vpTopology) topo = vpTopologyNew();
+    g_autoptr(vpBitmap) local = hwloc_bitmap_alloc();
+    g_autofree char *far = NULL, *near = NULL;
+    g_autoptr(GError) error = NULL;
+
+    for (unsigned cpu = 0; cpu < 4; cpu++)
+        vpTopologyAddPU(topo, cpu, 0, cpu / 2, -1, -1, cpu, true);
+    vpTopologySetNode(topo, 0, 0, 1ULL << 30, NULL, 0);
+    vpTopologySetNode(topo, 1, 1, 1ULL << 30, NULL, 0);
+    vpTopologySetNode(topo, 7, 9, 2ULL << 30, NULL, 0);
+    vpTopologySetNode(topo, 8, 5, 3ULL << 30, NULL, 0);
+    hwloc_bitmap_set(local, 3);
+    vpTopologySetNodeCpus(topo, 8, local);
+    ck_assert_msg(vpTopologyFinalize(topo, NULL, NULL, &error), "%s", error ? error->message : "");
+    ck_assert_int_eq(vpTopologyNMemNodes(topo), 2);
+    ck_assert_uint_eq(vpTopologyMemNode(topo, 0)->os, 5);
+    ck_assert_uint_eq(vpTopologyMemNode(topo, 1)->os, 9);
+    near = vpCpuListFormat(vpTopologyMemNodeByOS(topo, 5)->near);
+    far = vpCpuListFormat(vpTopologyMemNodeByOS(topo, 9)->near);
+    ck_assert_str_eq(near, "1");
+    ck_assert_str_eq(far, "0-1");
+    ck_assert_uint_eq(vpTopologyMemNodeByOS(topo, 9)->memory, 2ULL << 30);
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -334,6 +408,8 @@ vpTestSuite(void)
     tcase_add_test(tc, test_hybrid_core_sizes);
     tcase_add_test(tc, test_node_memory_synthetic);
     tcase_add_test(tc, test_node_os_numbers);
+    tcase_add_test(tc, test_cpuless_node);
+    tcase_add_test(tc, test_cpuless_builder);
     suite_add_tcase(s, tc);
     return s;
 }
