@@ -314,7 +314,7 @@ for _ in $(seq 10); do
     applied=$(vpd_status --json 2>/dev/null | python3 -c '
 import json, sys
 print(sum(1 for d in json.load(sys.stdin)["domains"]
-          if d["name"].startswith("vpe2e-d-hl-") and d["state"] == "applied"))' 2>/dev/null) && break
+          if d["domain"].startswith("vpe2e-d-hl-") and d["state"] == "applied"))' 2>/dev/null) && break
     applied=-1
     sleep 0.2
 done
