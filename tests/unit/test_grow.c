@@ -350,21 +350,36 @@ START_TEST(test_hotplug_strict_nodeset_kept)
 }
 END_TEST
 
-/* Guest cells: each new vCPU joins its own cell's node (cell 0 on node 0, cell 1 on 1). */
-/* Bound to a CPU-less node (CXL node 2 near node 1): a new vCPU joins the CPUs near that
- * memory, as the first did, and nothing is said. */
-START_TEST(test_hotplug_cpuless_nodeset)
+/* tests/topologies/cxl-2n1m.xml: DRAM nodes 0 and 1, CXL node 2 (no CPUs) near node 1. */
+static vpTopology *
+loadCxl(void)
 {
     g_autofree char *file =
         g_build_filename(g_getenv("VP_TOPDIR"), "tests", "topologies", "cxl-2n1m.xml", NULL);
-    g_autoptr(vpTopology) topo = load(file);
-    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
-    g_autoptr(vpRequest) req = vpRequestNew("a", 2);
-    const vpPlan *plan;
+    return load(file);
+}
+
+/* Domain "a", 2 vCPUs, its memory bound strictly to the CXL node. */
+static vpRequest *
+strictOnCxl(void)
+{
+    vpRequest *req = vpRequestNew("a", 2);
 
     req->mem_mode = VP_MEM_STRICT;
     req->nodeset = hwloc_bitmap_alloc();
     hwloc_bitmap_set(req->nodeset, 2);
+    return req;
+}
+
+/* Bound to a CPU-less node (CXL node 2 near node 1): a new vCPU joins the CPUs near that
+ * memory, as the first did, and nothing is said. */
+START_TEST(test_hotplug_cpuless_nodeset)
+{
+    g_autoptr(vpTopology) topo = loadCxl();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpRequest) req = strictOnCxl();
+    const vpPlan *plan;
+
     plan = growOn(topo, ledger, (int[]){4, END}, 2, req, 2);
     ck_assert_int_ge(plan->vcpu_pu[1], 4);
     ck_assert(!plan->degraded);
@@ -374,16 +389,11 @@ END_TEST
 /* With node 1's CPUs taken, that nodeset is still never left: node 0 is not near node 2. */
 START_TEST(test_hotplug_cpuless_nodeset_kept)
 {
-    g_autofree char *file =
-        g_build_filename(g_getenv("VP_TOPDIR"), "tests", "topologies", "cxl-2n1m.xml", NULL);
-    g_autoptr(vpTopology) topo = load(file);
+    g_autoptr(vpTopology) topo = loadCxl();
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
-    g_autoptr(vpRequest) req = vpRequestNew("a", 2);
+    g_autoptr(vpRequest) req = strictOnCxl();
     const vpPlan *plan;
 
-    req->mem_mode = VP_MEM_STRICT;
-    req->nodeset = hwloc_bitmap_alloc();
-    hwloc_bitmap_set(req->nodeset, 2);
     record(ledger, "b", VP_SMT_SPREAD, NULL, -1, (int[]){5, 6, 7, END}, NULL);
     plan = growOn(topo, ledger, (int[]){4, END}, 2, req, 2);
     ck_assert_int_eq(plan->vcpu_pu[1], -1);
@@ -392,6 +402,7 @@ START_TEST(test_hotplug_cpuless_nodeset_kept)
 }
 END_TEST
 
+/* Guest cells: each new vCPU joins its own cell's node (cell 0 on node 0, cell 1 on 1). */
 START_TEST(test_hotplug_joins_its_cell)
 {
     g_autoptr(vpTopology) topo = load(TWO_NODES);
