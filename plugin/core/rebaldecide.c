@@ -180,8 +180,8 @@ vpRbCoreWholeIdle(const Ctx *ctx, int c, const Decision *d)
 }
 
 /* How one holder of a sibling PU relates to a vCPU of plan. */
-static Rel
-ownerRel(const Ctx *ctx, const vpPlan *plan, vpOwner o)
+Rel
+vpRbOwnerRel(const Ctx *ctx, const vpPlan *plan, vpOwner o)
 {
     const vpPlan *other;
 
@@ -234,7 +234,7 @@ siblingRel(const Ctx *ctx, const vpPlan *plan, int pu, const Decision *d)
                 vpOwner o = vpLedgerOwnerAt(ctx->ledger, y, k);
 
                 if (!leavesWith(d, plan, y, o))
-                    r = MAX(r, ownerRel(ctx, plan, o));
+                    r = MAX(r, vpRbOwnerRel(ctx, plan, o));
             }
         }
         worst = MAX(worst, r);

@@ -78,6 +78,7 @@ bool vpRbInCpuset(const Ctx *ctx, const vpPlan *plan, int pu);
 bool vpRbDedicatedEmulator(const vpPlan *plan);
 bool vpRbWholeCores(const vpPlan *plan);
 bool vpRbCoreWholeIdle(const Ctx *ctx, int c, const Decision *d);
+Rel vpRbOwnerRel(const Ctx *ctx, const vpPlan *plan, vpOwner o);
 const char *vpRbRelPhrase(Rel r);
 void vpRbDecide(Ctx *ctx, const Cand *c);
 
