@@ -14,7 +14,9 @@
  *
  * Re-expansion: after the hotspots, a spread domain two of whose vCPUs share a core gets one
  * of them moved onto a whole idle core of its memory nodes (its L3 first), one per domain
- * and pass, under the same bounds as any move.
+ * and pass, under the same bounds as any move; failing that, a spread vCPU that shares a
+ * core with a vCPU of another domain of its trust group (compaction's group move) goes onto
+ * a whole idle core of its node, its other vCPUs' L3 first.
  *
  * Bounds: at most max_moves decisions per pass; a moved vCPU stays min_residency, doubled
  * for each earlier move still remembered; it does not return to a PU it left within
