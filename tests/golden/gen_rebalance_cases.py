@@ -178,3 +178,19 @@ case("spread-reexpand-no-ping-pong", (1, 1, 1, 4, 2),
 [case]
 ledger=true
 """)
+case("spread-group-reexpands-when-core-frees", (1, 1, 1, 4, 2),
+     [{"domain": "a", "smt": "spread", "group": "tg", "coresched": "group", "vcpus": [0]},
+      {"domain": "b", "smt": "spread", "group": "tg", "coresched": "group", "vcpus": [4]},
+      {"domain": "c", "smt": "spread", "vcpus": [1]},
+      {"domain": "d", "smt": "spread", "vcpus": [2]}],
+     [("a", 0, 0.05, 0.01, 100), ("b", 0, 0.05, 0.01, 100), ("c", 0, 0.5, 0.01, 300),
+      ("d", 0, 0.5, 0.01, 300)], 24,
+     "b moved beside a of its trust group on core 0 (CPUs 0, 4); host load holds core 3 for 4 s",
+     """# A group move's ledger: b on CPU 4 beside a (trust group tg, a group cookie) on CPU 0. Core 3 turns idle
+# as in spread-reexpands-when-core-frees; at t=15 one of the two, a (first by name), moves
+# from CPU 0 to CPU 3, "shares a core with vCPU 0 of 'b' of its trust group 'tg'", in the
+# same L3; b then has core 0 to itself and nothing moves after.
+[case]
+notes=true
+ledger=true
+""", busy_until={3: 4, 7: 4})

@@ -3,7 +3,8 @@
  * rebalance/ holds case.ini and expected.json, and its counter intervals: [case] series
  * names a recorded series of tests/unit/data/pressure (gzip), else intervals.jsonl beside
  * case.ini. Either starts with a header line, {"topology":{"packages","numa","l3","cores",
- * "threads"},"plans":[{"domain","smt","vcpus"[,"group","reserved","how","rebalance","cpuset"]}]},
+ * "threads"},"plans":[{"domain","smt","vcpus"[,"group","coresched","reserved","how","rebalance",
+ * "cpuset"]}]},
  * then one interval per line (vpPressureInputFromJson); gen_rebalance_cases.py writes the
  * hand-made ones. Every interval goes through the daemon's
  * loop (pressure update, plan, apply, the policy check of tests/common/rebalfix.h,
@@ -89,6 +90,7 @@ planFromHeader(const vpTopology *topo, JsonObject *o)
     const char *group = json_object_get_string_member_with_default(o, "group", NULL);
     const char *how = json_object_get_string_member_with_default(o, "how", "placed");
     const char *rebalance = json_object_get_string_member_with_default(o, "rebalance", "auto");
+    const char *coresched = json_object_get_string_member_with_default(o, "coresched", "vm");
     g_autoptr(GError) err = NULL;
     vpPlan *plan;
 
@@ -111,6 +113,8 @@ planFromHeader(const vpTopology *topo, JsonObject *o)
         ck_assert_msg(plan->cpuset, "%s", err ? err->message : "");
     }
     ck_assert_msg(vpPolicySetAttr(&plan->policy, "rebalance", rebalance, &err), "%s",
+                  err ? err->message : "");
+    ck_assert_msg(vpPolicySetAttr(&plan->policy, "coresched", coresched, &err), "%s",
                   err ? err->message : "");
     return plan;
 }
