@@ -28,9 +28,10 @@ grouped(const vpTopology *topo, const char *domain, const char *tg, const int *c
 }
 
 /* n one-second intervals: every vCPU in the ledger runs 5% and barely waits, its CPU is 6%
- * busy, every other CPU 1%: nothing is hot, free CPUs are idle. */
+ * busy, every other CPU 1%: nothing is hot, free CPUs are idle; but the vCPUs of domain hot
+ * (when not NULL) wait 40% on a CPU 100% busy, wherever they are. */
 static void
-tick(vpPressure *p, const vpLedger *ledger, int n)
+tick(vpPressure *p, const vpLedger *ledger, int n, const char *hot)
 {
     const vpTopology *topo = vpLedgerTopology(ledger);
 
@@ -44,19 +45,21 @@ tick(vpPressure *p, const vpLedger *ledger, int n)
         for (guint i = 0; i < names->len; i++) {
             const vpPlan *plan = vpLedgerLookup(ledger, g_ptr_array_index(names, i));
 
+            bool waits = hot && strcmp(plan->domain, hot) == 0;
+
             for (unsigned v = 0; v < plan->nvcpus; v++) {
                 vpPressureSample s = {
                     .domain = plan->domain,
                     .vcpu = v,
                     .interval_ns = SEC,
                     .have = VP_HAVE_SCHEDSTAT | VP_HAVE_SWITCHES,
-                    .run_ns = 0.05 * SEC,
-                    .wait_ns = 0.01 * SEC,
+                    .run_ns = (waits ? 0.5 : 0.05) * SEC,
+                    .wait_ns = (waits ? 0.4 : 0.01) * SEC,
                     .voluntary = 100,
                 };
 
                 vpPressureInputAddVcpu(in, &s);
-                busy[plan->vcpu_pu[v]] = 0.06;
+                busy[plan->vcpu_pu[v]] = waits ? 1.0 : 0.06;
             }
         }
         for (int c = 0; c < vpTopologyNPUs(topo); c++) {
@@ -69,16 +72,18 @@ tick(vpPressure *p, const vpLedger *ledger, int n)
     }
 }
 
-/* Passes from t0 to t1 (s), one interval each; the moves of all of them, in order. */
+/* Passes from t0 to t1 (s), one interval each (hot: as tick's); the moves of all of them, in
+ * order. */
 static GPtrArray *
-run(vpRebalancer *rb, vpPressure *p, vpLedger *ledger, int t0, int t1, GPtrArray *notes)
+runHot(vpRebalancer *rb, vpPressure *p, vpLedger *ledger, int t0, int t1, GPtrArray *notes,
+       const char *hot)
 {
     GPtrArray *all = g_ptr_array_new_with_free_func((GDestroyNotify)vpMoveFree);
 
     for (int t = t0; t <= t1; t++) {
         g_autoptr(GPtrArray) m = NULL;
 
-        tick(p, ledger, 1);
+        tick(p, ledger, 1, hot);
         if (notes)
             g_ptr_array_set_size(notes, 0);
         m = vpFixPass(rb, p, ledger, (gint64)t * SEC, notes);
@@ -86,6 +91,12 @@ run(vpRebalancer *rb, vpPressure *p, vpLedger *ledger, int t0, int t1, GPtrArray
             g_ptr_array_add(all, g_ptr_array_steal_index(m, 0));
     }
     return all;
+}
+
+static GPtrArray *
+run(vpRebalancer *rb, vpPressure *p, vpLedger *ledger, int t0, int t1, GPtrArray *notes)
+{
+    return runHot(rb, p, ledger, t0, t1, notes, NULL);
 }
 
 static bool
@@ -308,6 +319,47 @@ START_TEST(test_group_reexpand_goes_home)
 }
 END_TEST
 
+/* 4 cores (CPU c and c+4 siblings): a and b of group tg on core 0 (a group move's ledger),
+ * h on CPU 1 waits 40% all along, x holds core 2; core 3 is the one whole idle core. The
+ * hotspot goes first and takes it; the pair stays in that pass (core 1 is being left, not
+ * whole and idle yet), and re-expands onto core 1 once it has been idle for the
+ * persistence. */
+START_TEST(test_group_reexpand_after_hotspots)
+{
+    g_autoptr(vpTopology) topo = vpFixTopology(1, 1, 1, 4, 2);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPressure) p = vpPressureNew(topo, NULL);
+    g_autoptr(vpRebalancer) rb = vpRebalancerNew(NULL);
+    const int a[] = {0}, b[] = {4}, h[] = {1}, x[] = {2};
+    int hot_at = -1, back_at = -1;
+
+    vpFixAddPlan(ledger, grouped(topo, "a", "tg", a, 1));
+    vpFixAddPlan(ledger, grouped(topo, "b", "tg", b, 1));
+    vpFixAddPlan(ledger, vpFixPlan(topo, "h", "spread", NULL, h, 1, NULL, 0));
+    vpFixAddPlan(ledger, vpFixPlan(topo, "x", "spread", NULL, x, 1, NULL, 0));
+    for (int t = 1; t <= 40; t++) {
+        g_autoptr(GPtrArray) m = runHot(rb, p, ledger, t, t, NULL, "h");
+        const vpMove *mv = m->len ? g_ptr_array_index(m, 0) : NULL;
+
+        ck_assert_uint_le(m->len, 1);
+        if (!mv)
+            continue;
+        if (hot_at < 0) {
+            hot_at = t;
+            ck_assert_str_eq(mv->domain, "h");
+            ck_assert_msg(mv->to == 3 || mv->to == 7, "to CPU %u", mv->to);
+        } else {
+            ck_assert_msg(back_at < 0, "another move at t=%d: %s", t, mv->reason);
+            back_at = t;
+            ck_assert_msg(strstr(mv->reason, "re-expands") && (mv->to == 1 || mv->to == 5), "%s",
+                          mv->reason);
+        }
+    }
+    ck_assert_int_gt(hot_at, 0);
+    ck_assert_int_gt(back_at, hot_at);
+}
+END_TEST
+
 /* max_moves 1, two squeezed pairs of two groups (a, b on core 0; c, d on core 1), three
  * whole idle cores: one pair re-expands per pass, the other says it waits for a later pass
  * and goes in the next one; then nothing moves for 100 s. */
@@ -366,6 +418,7 @@ vpTestSuite(void)
     tcase_add_test(cases, test_group_reexpand_stays_on_node);
     tcase_add_test(cases, test_group_reexpand_keeps_cpuset);
     tcase_add_test(cases, test_group_reexpand_goes_home);
+    tcase_add_test(cases, test_group_reexpand_after_hotspots);
     tcase_add_test(cases, test_group_reexpand_rate_limited);
     suite_add_tcase(s, cases);
     return s;
