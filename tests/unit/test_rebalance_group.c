@@ -4,7 +4,7 @@
  * many passes of the daemon's loop (vpFixPass: plan, apply, ledger and policy check,
  * commit), with the real placer making the group move where the situation allows: the
  * domain goes back onto a whole core once one frees, only one of its own node, memory nodes
- * and cpuset, within the pass's max_moves, and never again after.
+ * and cpuset, after the pass's hotspots, within its max_moves, and never again after.
  */
 #include "core/compact.h"
 #include "core/rebalance.h"
