@@ -179,7 +179,9 @@ vpRbCoreWholeIdle(const Ctx *ctx, int c, const Decision *d)
     return true;
 }
 
-/* How one holder of a sibling PU relates to a vCPU of plan. */
+/* How one holder of a sibling PU relates to a vCPU of plan. A trust group is one only
+ * where it shares one cookie (coresched=group or off), as the placer and compaction count
+ * it: at coresched=vm each of its domains has a cookie of its own. */
 Rel
 vpRbOwnerRel(const Ctx *ctx, const vpPlan *plan, vpOwner o)
 {
@@ -188,7 +190,9 @@ vpRbOwnerRel(const Ctx *ctx, const vpPlan *plan, vpOwner o)
     if (strcmp(o.domain, plan->domain) == 0)
         return REL_SELF;
     other = vpLedgerLookup(ctx->ledger, o.domain);
-    if (plan->group && other && other->group && strcmp(plan->group, other->group) == 0)
+    if (plan->group && other && other->group && strcmp(plan->group, other->group) == 0 &&
+        plan->policy.coresched == other->policy.coresched &&
+        plan->policy.coresched != VP_CORESCHED_VM)
         return REL_GROUP;
     if (other && other->policy.smt == VP_SMT_SHARE)
         return REL_SHARE;

@@ -112,11 +112,25 @@ START_TEST(test_spread_never_next_to_stranger)
     ck_assert_uint_eq(moves->len, 0);
     ck_assert(notesHave(notes, "no idle target"));
 
-    /* same trust group: allowed */
+    /* same trust group at the default coresched=vm: a cookie each, still strangers */
     vpLedgerRemove(ledger, "b");
     vpFixAddPlan(ledger, vpFixPlan(topo, "b", "spread", "g1", b, 1, NULL, 0));
     g_ptr_array_unref(moves);
     moves = vpFixPass(rb, p, ledger, 7 * SEC, NULL);
+    ck_assert_uint_eq(moves->len, 0);
+
+    /* same trust group with one cookie (coresched=group on both): allowed */
+    for (int i = 0; i < 2; i++) {
+        const char *name = i ? "b" : "a";
+        vpPlan *plan = vpFixPlan(topo, name, "spread", "g1", i ? b : a, 1, NULL, 0);
+        g_autoptr(GError) err = NULL;
+
+        ck_assert(vpPolicySetAttr(&plan->policy, "coresched", "group", &err));
+        vpLedgerRemove(ledger, name);
+        vpFixAddPlan(ledger, plan);
+    }
+    g_ptr_array_unref(moves);
+    moves = vpFixPass(rb, p, ledger, 8 * SEC, NULL);
     ck_assert_uint_eq(moves->len, 1);
     ck_assert_uint_eq(((vpMove *)g_ptr_array_index(moves, 0))->to, 3);
 }
