@@ -112,37 +112,36 @@ pickPack(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
     }
 }
 
-/* How many PUs core c gives a pack VM of a cookie group that still needs `want`, in whole
- * guest cores of `block` threads: its whole free cores and the free siblings of cores only
- * its group holds. */
+/* How many PUs core c gives a pack VM that still needs `want`, in whole guest cores of
+ * `block` threads, where core c relates to it as `rel`: REL_NONE stands for its whole free
+ * cores (idle: any core no VM holds) and the free siblings of cores only its cookie group
+ * (or the VM) holds. */
 static int
-packGroupRoom(const vpCtx *ctx, int c, int want, int block, const vpPick *pick)
+packRoom(const vpCtx *ctx, int c, vpRel rel, bool idle, int want, int block, const vpPick *pick)
 {
     int room;
 
-    if (!coreWhole(ctx, c) && ctx->rel[c] != REL_GROUP)
+    if (rel == REL_NONE ? !(idle ? coreIdle(ctx, c) : coreWhole(ctx, c)) && ctx->rel[c] != REL_GROUP
+                        : ctx->rel[c] != rel)
         return 0;
     room = MIN(ctx->nok[c], vpPlacerNodeRoom(ctx, pick, vpTopologyCore(ctx->topo, c)->pus[0]));
     room = MIN(room, want);
     return room - room % block;
 }
 
-/* Once no group of any level has whole cores enough, a pack VM of a cookie group takes the
- * free siblings of its group's cores as well: one cookie per core still, so no stranger, and
- * siblings its group left idle are no longer lost. Each guest core of the VM stays on one
- * host core; the core whose room the VM fills most closely first (as share does), so that
- * whole cores stay whole. */
+/* Cores of one relation, one after another: the core that gives the most of what the VM
+ * still needs, among those the one it fills most closely (as share does), so that whole
+ * cores stay whole. Each guest core of the VM stays on one host core. */
 static void
-pickPackGroup(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
+packFill(const vpCtx *ctx, const vpGroup *g, vpRel rel, bool idle, int n, bool *done, vpPick *pick)
 {
     int block = ctx->req->threads > 0 ? (int)ctx->req->threads : 1;
-    g_autofree bool *done = g_new0(bool, g->ncores);
 
     while (pick->n < n) {
         int want = n - pick->n, best = -1, best_room = 0;
 
         for (int i = 0; i < g->ncores; i++) {
-            int room = done[i] ? 0 : packGroupRoom(ctx, g->cores[i], want, block, pick);
+            int room = done[i] ? 0 : packRoom(ctx, g->cores[i], rel, idle, want, block, pick);
             int spare = room ? ctx->nok[g->cores[i]] - room : 0;
 
             if (room > best_room ||
@@ -155,6 +154,29 @@ pickPackGroup(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
             break;
         done[best] = true;
         takeFree(ctx, g->cores[best], best_room, pick, n);
+        if (rel != REL_NONE)
+            pick->nshared += best_room;
+    }
+}
+
+/* TIER_PACK_GROUP: once no group of any level has whole cores enough, a pack VM of a cookie
+ * group takes the free siblings of its group's cores as well: one cookie per core still, so
+ * no stranger, and siblings its group left idle are no longer lost. TIER_PACK_ANY: once that
+ * fails too, host-wide, pack's last tier takes the free siblings of share VMs' cores, then
+ * of other trust groups' (spread's and share's last tiers do the same), after any core no
+ * VM holds (a housekeeping sibling makes a core less than whole): each guest core
+ * still on one host core, and the kernel keeps the strangers on a core from running at
+ * once (one cookie per VM or trust group). Free PUs of cores that hold a pack or isolate
+ * vCPU stay hidden (snapshot.c), and nothing is reserved: the core is shared anyway. */
+static void
+pickPackShared(const vpCtx *ctx, const vpGroup *g, vpTier tier, int n, vpPick *pick)
+{
+    g_autofree bool *done = g_new0(bool, g->ncores);
+
+    packFill(ctx, g, REL_NONE, tier == TIER_PACK_ANY, n, done, pick);
+    if (tier == TIER_PACK_ANY) {
+        packFill(ctx, g, REL_SHARE, false, n, done, pick);
+        packFill(ctx, g, REL_FOREIGN, false, n, done, pick);
     }
 }
 
@@ -252,8 +274,8 @@ pickInGroup(const vpCtx *ctx, const vpGroup *g, vpSmt smt, vpTier tier, int n, v
         pickIsolate(ctx, &view, n, pick);
         break;
     case VP_SMT_PACK:
-        if (tier == TIER_PACK_GROUP)
-            pickPackGroup(ctx, &view, n, pick);
+        if (tier == TIER_PACK_GROUP || tier == TIER_PACK_ANY)
+            pickPackShared(ctx, &view, tier, n, pick);
         else
             pickPack(ctx, &view, n, pick);
         break;
@@ -528,6 +550,8 @@ searchSplit(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n, vpChoice *best)
     memcpy(tiers, base, sizeof(vpTier) * ntiers);
     if (smt == VP_SMT_SPREAD)
         tiers[ntiers++] = TIER_SPREAD_ANY;
+    else if (smt == VP_SMT_PACK)
+        tiers[ntiers++] = TIER_PACK_ANY;
     else if (smt == VP_SMT_SHARE)
         tiers[ntiers++] = TIER_SHARE_ANY;
     for (int i = 0; i < nn; i++)
@@ -590,19 +614,22 @@ vpPlacerSearch(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice
     /* Siblings of other trust groups, only once no group of any level has room. */
     if (smt == VP_SMT_SPREAD)
         return searchLevel(ctx, levels[nlevels - 1], smt, TIER_SPREAD_ANY, n, best);
+    if (smt == VP_SMT_PACK)
+        return searchLevel(ctx, levels[nlevels - 1], smt, TIER_PACK_ANY, n, best);
     if (smt == VP_SMT_SHARE)
         return searchLevel(ctx, levels[nlevels - 1], smt, TIER_SHARE_ANY, n, best);
     return false;
 }
 
 /* A PU whose every holder is a vCPU of an smt=share domain that itself accepts degrading:
- * only domains that consented to overcommit are given a time-sharing neighbour. */
+ * only domains that consented to overcommit are given a time-sharing neighbour. Never on a
+ * core another domain's pack or isolate vCPU keeps (snapshot.c), free PU or not. */
 static int
 shareHolders(const vpCtx *ctx, int pu)
 {
     unsigned n = ctx->ledger ? vpLedgerNOwners(ctx->ledger, pu) : 0;
 
-    if (vpPlacerMovedPU(ctx, pu))
+    if (vpPlacerMovedPU(ctx, pu) || ctx->closed[vpTopologyPU(ctx->topo, pu)->core])
         return -1;
     for (unsigned i = 0; i < n; i++) {
         vpOwner o = vpLedgerOwnerAt(ctx->ledger, pu, i);
