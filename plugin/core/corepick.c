@@ -112,28 +112,55 @@ pickPack(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
     }
 }
 
+/* Which cores a pack VM may take in one pass of packFill(). */
+typedef enum {
+    PACK_OWN,    /* whole free cores, and free siblings of cores only its cookie group holds */
+    PACK_IDLE,   /* ... and of cores no VM holds (a housekeeping sibling makes one not whole) */
+    PACK_OTHERS, /* free siblings of cores that share VMs or other trust groups hold */
+} vpPackCores;
+
+static bool
+packMay(const vpCtx *ctx, int c, vpPackCores which)
+{
+    switch (which) {
+    case PACK_OWN:
+        return coreWhole(ctx, c) || ctx->rel[c] == REL_GROUP;
+    case PACK_IDLE:
+        return coreIdle(ctx, c) || ctx->rel[c] == REL_GROUP;
+    default:
+        return ctx->rel[c] == REL_SHARE || ctx->rel[c] == REL_FOREIGN;
+    }
+}
+
 /* How many PUs core c gives a pack VM that still needs `want`, in whole guest cores of
- * `block` threads, where core c relates to it as `rel`: REL_NONE stands for its whole free
- * cores (idle: any core no VM holds) and the free siblings of cores only its cookie group
- * (or the VM) holds. */
+ * `block` threads. */
 static int
-packRoom(const vpCtx *ctx, int c, vpRel rel, bool idle, int want, int block, const vpPick *pick)
+packRoom(const vpCtx *ctx, int c, vpPackCores which, int want, int block, const vpPick *pick)
 {
     int room;
 
-    if (rel == REL_NONE ? !(idle ? coreIdle(ctx, c) : coreWhole(ctx, c)) && ctx->rel[c] != REL_GROUP
-                        : ctx->rel[c] != rel)
+    if (!packMay(ctx, c, which))
         return 0;
     room = MIN(ctx->nok[c], vpPlacerNodeRoom(ctx, pick, vpTopologyCore(ctx->topo, c)->pus[0]));
     room = MIN(room, want);
     return room - room % block;
 }
 
-/* Cores of one relation, one after another: the core that gives the most of what the VM
- * still needs, among those the one it fills most closely (as share does), so that whole
- * cores stay whole. Each guest core of the VM stays on one host core. */
+/* Best fit among cores that give the same room: the one the VM fills most closely (as share
+ * does), so that whole cores stay whole; then, among others' cores, a share VM's (it accepts
+ * any neighbour) before a stranger's. */
+static bool
+packFits(const vpCtx *ctx, int a, int b, vpPackCores which)
+{
+    if (ctx->nok[a] != ctx->nok[b])
+        return ctx->nok[a] < ctx->nok[b];
+    return which == PACK_OTHERS && ctx->rel[a] < ctx->rel[b];
+}
+
+/* Cores of one kind, one after another: the core that gives the most of what the VM still
+ * needs, best fit among those. Each guest core of the VM stays on one host core. */
 static void
-packFill(const vpCtx *ctx, const vpGroup *g, vpRel rel, bool idle, int n, bool *done, vpPick *pick)
+packFill(const vpCtx *ctx, const vpGroup *g, vpPackCores which, int n, bool *done, vpPick *pick)
 {
     int block = ctx->req->threads > 0 ? (int)ctx->req->threads : 1;
 
@@ -141,11 +168,10 @@ packFill(const vpCtx *ctx, const vpGroup *g, vpRel rel, bool idle, int n, bool *
         int want = n - pick->n, best = -1, best_room = 0;
 
         for (int i = 0; i < g->ncores; i++) {
-            int room = done[i] ? 0 : packRoom(ctx, g->cores[i], rel, idle, want, block, pick);
-            int spare = room ? ctx->nok[g->cores[i]] - room : 0;
+            int room = done[i] ? 0 : packRoom(ctx, g->cores[i], which, want, block, pick);
 
             if (room > best_room ||
-                (room && room == best_room && spare < ctx->nok[g->cores[best]] - best_room)) {
+                (room && room == best_room && packFits(ctx, g->cores[i], g->cores[best], which))) {
                 best = i;
                 best_room = room;
             }
@@ -154,7 +180,7 @@ packFill(const vpCtx *ctx, const vpGroup *g, vpRel rel, bool idle, int n, bool *
             break;
         done[best] = true;
         takeFree(ctx, g->cores[best], best_room, pick, n);
-        if (rel != REL_NONE)
+        if (which == PACK_OTHERS)
             pick->nshared += best_room;
     }
 }
@@ -162,22 +188,20 @@ packFill(const vpCtx *ctx, const vpGroup *g, vpRel rel, bool idle, int n, bool *
 /* TIER_PACK_GROUP: once no group of any level has whole cores enough, a pack VM of a cookie
  * group takes the free siblings of its group's cores as well: one cookie per core still, so
  * no stranger, and siblings its group left idle are no longer lost. TIER_PACK_ANY: once that
- * fails too, host-wide, pack's last tier takes the free siblings of share VMs' cores, then
- * of other trust groups' (spread's and share's last tiers do the same), after any core no
- * VM holds (a housekeeping sibling makes a core less than whole): each guest core
- * still on one host core, and the kernel keeps the strangers on a core from running at
- * once (one cookie per VM or trust group). Free PUs of cores that hold a pack or isolate
- * vCPU stay hidden (snapshot.c), and nothing is reserved: the core is shared anyway. */
+ * fails too, host-wide, pack's last tier takes any core no VM holds, then free siblings of
+ * share VMs' and other trust groups' cores (as spread's and share's last tiers), best fit
+ * first: the siblings it leaves free on such a core are lost to all others, share VMs too.
+ * Each guest core stays on one host core, and the kernel keeps strangers on a core from
+ * running at once (one cookie per VM or trust group). Free PUs of cores that hold a pack or
+ * isolate vCPU stay hidden (snapshot.c); nothing is reserved: the core is shared anyway. */
 static void
 pickPackShared(const vpCtx *ctx, const vpGroup *g, vpTier tier, int n, vpPick *pick)
 {
     g_autofree bool *done = g_new0(bool, g->ncores);
 
-    packFill(ctx, g, REL_NONE, tier == TIER_PACK_ANY, n, done, pick);
-    if (tier == TIER_PACK_ANY) {
-        packFill(ctx, g, REL_SHARE, false, n, done, pick);
-        packFill(ctx, g, REL_FOREIGN, false, n, done, pick);
-    }
+    packFill(ctx, g, tier == TIER_PACK_ANY ? PACK_IDLE : PACK_OWN, n, done, pick);
+    if (tier == TIER_PACK_ANY)
+        packFill(ctx, g, PACK_OTHERS, n, done, pick);
 }
 
 static void

@@ -18,11 +18,11 @@ typedef enum {
 } vpRel;
 
 typedef enum {
-    TIER_WHOLE,      /* isolate, pack: whole free cores only */
-    TIER_PACK_GROUP, /* ... then, for a pack VM of a cookie group, its group's cores too */
-    TIER_PACK_ANY,   /* ... then siblings of share VMs', then of strangers' cores (no whole core) */
-    TIER_SPREAD,     /* a free core per vCPU */
-    TIER_SPREAD_OWN, /* ... then the VM's own siblings */
+    TIER_WHOLE,        /* isolate, pack: whole free cores only */
+    TIER_PACK_GROUP,   /* ... then, for a pack VM of a cookie group, its group's cores too */
+    TIER_PACK_ANY,     /* ... then siblings of share VMs' and strangers' cores (no whole core) */
+    TIER_SPREAD,       /* a free core per vCPU */
+    TIER_SPREAD_OWN,   /* ... then the VM's own siblings */
     TIER_SPREAD_GROUP, /* ... then siblings of domains that share its cookie */
     TIER_SPREAD_ANY,   /* ... then any free sibling (no free core left anywhere) */
     TIER_SHARE,        /* fill cores of the group / of share VMs, then whole free cores */
