@@ -141,6 +141,11 @@ printDomain(JsonObject *dom)
     printf("  emulator: %s  reserved idle: %s\n", str(dom, "emulator", "-"),
            str(dom, "reserved", "-"));
     printCookies(dom);
+    gint64 beside = json_object_get_int_member_with_default(dom, "beside_others", 0);
+    if (beside > 0)
+        printf("  beside other trust groups: %" G_GINT64_FORMAT " vCPU%s share a core with them "
+               "(smt=pack, no whole core was left)\n",
+               beside, beside == 1 ? "" : "s");
     if (degraded)
         printf("  degraded: %s\n", str(dom, "degraded_reason", "?"));
     const char *error = str(dom, "error", NULL);

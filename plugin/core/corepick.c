@@ -112,41 +112,66 @@ pickPack(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
     }
 }
 
-/* How many PUs core c gives a pack VM of a cookie group that still needs `want`, in whole
- * guest cores of `block` threads: its whole free cores and the free siblings of cores only
- * its group holds. */
+/* Which cores a pack VM may take in one pass of packFill(). */
+typedef enum {
+    PACK_OWN,    /* whole free cores, and free siblings of cores only its cookie group holds */
+    PACK_IDLE,   /* ... and of cores no VM holds (a housekeeping sibling makes one not whole) */
+    PACK_OTHERS, /* free siblings of cores that share VMs or other trust groups hold */
+} vpPackCores;
+
+static bool
+packMay(const vpCtx *ctx, int c, vpPackCores which)
+{
+    switch (which) {
+    case PACK_OWN:
+        return coreWhole(ctx, c) || ctx->rel[c] == REL_GROUP;
+    case PACK_IDLE:
+        return coreIdle(ctx, c) || ctx->rel[c] == REL_GROUP;
+    default:
+        return ctx->rel[c] == REL_SHARE || ctx->rel[c] == REL_FOREIGN;
+    }
+}
+
+/* How many PUs core c gives a pack VM that still needs `want`, in whole guest cores of
+ * `block` threads. */
 static int
-packGroupRoom(const vpCtx *ctx, int c, int want, int block, const vpPick *pick)
+packRoom(const vpCtx *ctx, int c, vpPackCores which, int want, int block, const vpPick *pick)
 {
     int room;
 
-    if (!coreWhole(ctx, c) && ctx->rel[c] != REL_GROUP)
+    if (!packMay(ctx, c, which))
         return 0;
     room = MIN(ctx->nok[c], vpPlacerNodeRoom(ctx, pick, vpTopologyCore(ctx->topo, c)->pus[0]));
     room = MIN(room, want);
     return room - room % block;
 }
 
-/* Once no group of any level has whole cores enough, a pack VM of a cookie group takes the
- * free siblings of its group's cores as well: one cookie per core still, so no stranger, and
- * siblings its group left idle are no longer lost. Each guest core of the VM stays on one
- * host core; the core whose room the VM fills most closely first (as share does), so that
- * whole cores stay whole. */
+/* Best fit among cores that give the same room: the one the VM fills most closely (as share
+ * does), so that whole cores stay whole; then, among others' cores, a share VM's (it accepts
+ * any neighbour) before a stranger's. */
+static bool
+packFits(const vpCtx *ctx, int a, int b, vpPackCores which)
+{
+    if (ctx->nok[a] != ctx->nok[b])
+        return ctx->nok[a] < ctx->nok[b];
+    return which == PACK_OTHERS && ctx->rel[a] < ctx->rel[b];
+}
+
+/* Cores of one kind, one after another: the core that gives the most of what the VM still
+ * needs, best fit among those. Each guest core of the VM stays on one host core. */
 static void
-pickPackGroup(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
+packFill(const vpCtx *ctx, const vpGroup *g, vpPackCores which, int n, bool *done, vpPick *pick)
 {
     int block = ctx->req->threads > 0 ? (int)ctx->req->threads : 1;
-    g_autofree bool *done = g_new0(bool, g->ncores);
 
     while (pick->n < n) {
         int want = n - pick->n, best = -1, best_room = 0;
 
         for (int i = 0; i < g->ncores; i++) {
-            int room = done[i] ? 0 : packGroupRoom(ctx, g->cores[i], want, block, pick);
-            int spare = room ? ctx->nok[g->cores[i]] - room : 0;
+            int room = done[i] ? 0 : packRoom(ctx, g->cores[i], which, want, block, pick);
 
             if (room > best_room ||
-                (room && room == best_room && spare < ctx->nok[g->cores[best]] - best_room)) {
+                (room && room == best_room && packFits(ctx, g->cores[i], g->cores[best], which))) {
                 best = i;
                 best_room = room;
             }
@@ -155,7 +180,28 @@ pickPackGroup(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
             break;
         done[best] = true;
         takeFree(ctx, g->cores[best], best_room, pick, n);
+        if (which == PACK_OTHERS)
+            pick->nshared += best_room;
     }
+}
+
+/* TIER_PACK_GROUP: once no group of any level has whole cores enough, a pack VM of a cookie
+ * group takes the free siblings of its group's cores as well: one cookie per core still, so
+ * no stranger, and siblings its group left idle are no longer lost. TIER_PACK_ANY: once that
+ * fails too, host-wide, pack's last tier takes any core no VM holds, then free siblings of
+ * share VMs' and other trust groups' cores (as spread's and share's last tiers), best fit
+ * first: the siblings it leaves free on such a core are lost to all others, share VMs too.
+ * Each guest core stays on one host core, and the kernel keeps strangers on a core from
+ * running at once (one cookie per VM or trust group). Free PUs of cores that hold a pack or
+ * isolate vCPU stay hidden (snapshot.c); nothing is reserved: the core is shared anyway. */
+static void
+pickPackShared(const vpCtx *ctx, const vpGroup *g, vpTier tier, int n, vpPick *pick)
+{
+    g_autofree bool *done = g_new0(bool, g->ncores);
+
+    packFill(ctx, g, tier == TIER_PACK_ANY ? PACK_IDLE : PACK_OWN, n, done, pick);
+    if (tier == TIER_PACK_ANY)
+        packFill(ctx, g, PACK_OTHERS, n, done, pick);
 }
 
 static void
@@ -252,8 +298,8 @@ pickInGroup(const vpCtx *ctx, const vpGroup *g, vpSmt smt, vpTier tier, int n, v
         pickIsolate(ctx, &view, n, pick);
         break;
     case VP_SMT_PACK:
-        if (tier == TIER_PACK_GROUP)
-            pickPackGroup(ctx, &view, n, pick);
+        if (tier == TIER_PACK_GROUP || tier == TIER_PACK_ANY)
+            pickPackShared(ctx, &view, tier, n, pick);
         else
             pickPack(ctx, &view, n, pick);
         break;
@@ -528,6 +574,8 @@ searchSplit(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n, vpChoice *best)
     memcpy(tiers, base, sizeof(vpTier) * ntiers);
     if (smt == VP_SMT_SPREAD)
         tiers[ntiers++] = TIER_SPREAD_ANY;
+    else if (smt == VP_SMT_PACK)
+        tiers[ntiers++] = TIER_PACK_ANY;
     else if (smt == VP_SMT_SHARE)
         tiers[ntiers++] = TIER_SHARE_ANY;
     for (int i = 0; i < nn; i++)
@@ -590,19 +638,22 @@ vpPlacerSearch(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice
     /* Siblings of other trust groups, only once no group of any level has room. */
     if (smt == VP_SMT_SPREAD)
         return searchLevel(ctx, levels[nlevels - 1], smt, TIER_SPREAD_ANY, n, best);
+    if (smt == VP_SMT_PACK)
+        return searchLevel(ctx, levels[nlevels - 1], smt, TIER_PACK_ANY, n, best);
     if (smt == VP_SMT_SHARE)
         return searchLevel(ctx, levels[nlevels - 1], smt, TIER_SHARE_ANY, n, best);
     return false;
 }
 
 /* A PU whose every holder is a vCPU of an smt=share domain that itself accepts degrading:
- * only domains that consented to overcommit are given a time-sharing neighbour. */
+ * only domains that consented to overcommit are given a time-sharing neighbour. Never on a
+ * core another domain's pack or isolate vCPU keeps (snapshot.c), free PU or not. */
 static int
 shareHolders(const vpCtx *ctx, int pu)
 {
     unsigned n = ctx->ledger ? vpLedgerNOwners(ctx->ledger, pu) : 0;
 
-    if (vpPlacerMovedPU(ctx, pu))
+    if (vpPlacerMovedPU(ctx, pu) || ctx->closed[vpTopologyPU(ctx->topo, pu)->core])
         return -1;
     for (unsigned i = 0; i < n; i++) {
         vpOwner o = vpLedgerOwnerAt(ctx->ledger, pu, i);

@@ -88,6 +88,7 @@ shrink(const vpTopology *topo, vpPlan *plan, unsigned n)
             g_array_append_val(freed, plan->vcpu_pu[i]);
     }
     setVcpuCount(plan, n);
+    plan->beside_others = MIN(plan->beside_others, n);
     /* pack owns whole cores: a sibling its vCPU left stays held, idle, like the placer's */
     if (plan->policy.smt == VP_SMT_PACK) {
         for (guint i = 0; i < freed->len; i++) {
@@ -408,6 +409,7 @@ growRun(const vpTopology *topo, const vpLedger *ledger, vpPlan *plan, const vpRe
         plan->vcpu_pu[first + i] = sub->vcpu_pu[i];
     hwloc_bitmap_or(plan->reserved, plan->reserved, sub->reserved);
     plan->overcommit |= sub->overcommit;
+    plan->beside_others = MIN(plan->beside_others + sub->beside_others, plan->nvcpus);
     if (where)
         vpPlanDegrade(plan, "%s placed %s: no room there", which, where);
     if (sub->degraded)

@@ -79,6 +79,22 @@ packTopology(vpPlan *plan, const vpTopology *topo, const vpRequest *req, const v
     plan->topology_mismatch = req->threads > 0 && req->threads != (unsigned)t;
 }
 
+/* A pack VM's vCPUs on cores that other trust groups (share VMs included) hold: pack's last
+ * tier (corepick.c) or, relaxed by unmet=degrade, spread's put them there, and the plan says
+ * so. The snapshot's relations outlast the holds of the VM's own parts. */
+static unsigned
+packBesideOthers(const vpCtx *ctx, const vpChoice *choice)
+{
+    unsigned n = 0;
+
+    for (int i = 0; i < choice->pick.n; i++) {
+        vpRel rel = ctx->rel[vpTopologyPU(ctx->topo, choice->pick.pus[i])->core];
+
+        n += rel == REL_SHARE || rel == REL_FOREIGN;
+    }
+    return n;
+}
+
 /* The domain's own multi-CPU <vcpupin>, <emulatorpin> and <iothreadpin>: kept as they are,
  * their CPUs held for it. Single-CPU vCPU pins are vcpu_pu themselves. */
 static void
@@ -169,6 +185,8 @@ placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, 
                          vpTopologyPU(topo, g_array_index(choice.pick.reserved, int, i))->os);
     if (req->policy.smt == VP_SMT_PACK && !plan->degraded && !req->online)
         packTopology(plan, topo, req, &choice);
+    if (req->policy.smt == VP_SMT_PACK)
+        plan->beside_others = packBesideOthers(&ctx, &choice);
     /* the emulator too stays inside the cpuset and the hard nodes */
     if (req->cpuset || (vpPlacerHardMode(req->mem_mode) && req->nodeset)) {
         g_autoptr(vpBitmap) cpu_nodes = vpPlacerHardMode(req->mem_mode) && req->nodeset

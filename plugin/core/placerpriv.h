@@ -20,6 +20,7 @@ typedef enum {
 typedef enum {
     TIER_WHOLE,        /* isolate, pack: whole free cores only */
     TIER_PACK_GROUP,   /* ... then, for a pack VM of a cookie group, its group's cores too */
+    TIER_PACK_ANY,     /* ... then siblings of share VMs' and strangers' cores (no whole core) */
     TIER_SPREAD,       /* a free core per vCPU */
     TIER_SPREAD_OWN,   /* ... then the VM's own siblings */
     TIER_SPREAD_GROUP, /* ... then siblings of domains that share its cookie */
@@ -40,6 +41,7 @@ typedef struct {
     vpRel *rel;
     bool *pufree; /* per logical PU: usable and not held */
     int nclosed; /* free usable PUs hidden on cores other domains keep (snapshot.c), for refusals */
+    bool *closed; /* per core: kept by another domain's pack or isolate vCPU (snapshot.c) */
     GHashTable *orders[VP_SMT_LAST]; /* group -> its vpOrder (orderCores) */
     /* orders whose keys are still to be taken from the snapshot as it is: taken before the
      * snapshot changes (ctxSetMask, ctxHold), dropped unused when the placement ends */
@@ -58,7 +60,8 @@ typedef struct {
 typedef struct {
     int n;            /* PUs picked */
     int *pus;         /* logical PU per vCPU */
-    int nshared;      /* vCPUs that share a core with another vCPU of the VM */
+    int nshared;      /* vCPUs that share a core with another vCPU of the VM (pack: with
+                       * another trust group's, TIER_PACK_ANY) */
     int leftover;     /* free PUs the group keeps */
     int node_left;    /* free PUs its NUMA node keeps, for a group inside one node; else 0 */
     GArray *reserved; /* logical PUs held idle */

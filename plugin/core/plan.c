@@ -77,6 +77,7 @@ vpPlanCopy(const vpPlan *plan)
     copy->guest_threads = plan->guest_threads;
     copy->topology_mismatch = plan->topology_mismatch;
     copy->overcommit = plan->overcommit;
+    copy->beside_others = plan->beside_others;
     copy->degraded = plan->degraded;
     copy->degraded_reason = g_strdup(plan->degraded_reason);
     for (unsigned i = 0; i < plan->nmoves; i++)
@@ -471,6 +472,10 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
         json_builder_set_member_name(b, "overcommit");
         json_builder_add_boolean_value(b, TRUE);
     }
+    if (plan->beside_others) {
+        json_builder_set_member_name(b, "beside_others");
+        json_builder_add_int_value(b, plan->beside_others);
+    }
     json_builder_set_member_name(b, "degraded");
     json_builder_add_boolean_value(b, plan->degraded);
     vpPlanAddString(b, "degraded_reason", plan->degraded_reason);
@@ -583,6 +588,11 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
     vpPlanFormatSets(s, plan);
     vpPlanFormatMemory(s, plan);
     vpPlanFormatGuest(s, plan, topo);
+    if (plan->beside_others)
+        g_string_append_printf(s,
+                               "  beside other trust groups: %u vCPU%s share a core with them "
+                               "(no whole core was left)\n",
+                               plan->beside_others, plan->beside_others == 1 ? "" : "s");
     if (plan->degraded)
         g_string_append_printf(s, "  degraded: %s\n", plan->degraded_reason);
     if (plan->nmoves)

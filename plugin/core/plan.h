@@ -50,6 +50,9 @@ typedef struct {
     /* smt=share only: some vCPUs time-share PUs with other smt=share domains' vCPUs, because
      * no free PU was left and unmet=degrade allowed it. The ledger accepts such plans. */
     bool overcommit;
+    /* smt=pack only: vCPUs placed on cores other trust groups held then (pack's last tier,
+     * or spread's when relaxed: no whole core was left); 0 for most plans. */
+    unsigned beside_others;
     bool degraded;
     char *degraded_reason; /* exactly what was relaxed, NULL when not degraded */
     /* moves of running vCPUs that make room for this plan; none for most plans */

@@ -566,6 +566,26 @@ vpPlanReadFlags(JsonObject *obj, vpPlan *plan, GError **error)
     return TRUE;
 }
 
+/* "beside_others": absent or 1..vCPUs, and only for smt=pack (pack's last tier). */
+static gboolean
+vpPlanReadBeside(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    gint64 v;
+
+    if (!json_object_has_member(obj, "beside_others"))
+        return TRUE;
+    if (!vpPlanGetInt(obj, "", "beside_others", 1, MAX(plan->nvcpus, 1), &v, error))
+        return FALSE;
+    if (plan->policy.smt != VP_SMT_PACK) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "beside_others=%" G_GINT64_FORMAT " but smt='%s' (only pack counts it)", v,
+                    vpSmtName(plan->policy.smt));
+        return FALSE;
+    }
+    plan->beside_others = (unsigned)v;
+    return TRUE;
+}
+
 /* "degraded_reason": set exactly when degraded is true. */
 static gboolean
 vpPlanReadReason(JsonObject *obj, vpPlan *plan, GError **error)
@@ -588,13 +608,29 @@ vpPlanReadReason(JsonObject *obj, vpPlan *plan, GError **error)
 static gboolean
 vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
 {
-    static const char *const keys[] = {
-        "format",     "domain",      "group",           "policy",
-        "how",        "vcpus",       "emulator",        "reserved",
-        "level",      "level_index", "guest_topology",  "topology_mismatch",
-        "overcommit", "own",         "cpuset",          "memory",
-        "page_size",  "degraded",    "degraded_reason", "guest_cells",
-        "moves",      NULL};
+    static const char *const keys[] = {"format",
+                                       "domain",
+                                       "group",
+                                       "policy",
+                                       "how",
+                                       "vcpus",
+                                       "emulator",
+                                       "reserved",
+                                       "level",
+                                       "level_index",
+                                       "guest_topology",
+                                       "topology_mismatch",
+                                       "overcommit",
+                                       "own",
+                                       "cpuset",
+                                       "memory",
+                                       "page_size",
+                                       "degraded",
+                                       "degraded_reason",
+                                       "guest_cells",
+                                       "moves",
+                                       "beside_others",
+                                       NULL};
     vpPolicy policy = {0};
     const char *group;
     gint64 v;
@@ -619,9 +655,9 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
 
     return vpPlanReadHow(obj, *plan, error) && vpPlanReadSets(obj, *plan, error) &&
            vpPlanReadLevel(obj, *plan, error) && vpPlanReadGuestTopology(obj, *plan, error) &&
-           vpPlanReadFlags(obj, *plan, error) && vpPlanReadOwnAndMemory(obj, *plan, error) &&
-           vpPlanReadReason(obj, *plan, error) && vpPlanCheckGuestCells(obj, *plan, error) &&
-           vpPlanReadMoves(obj, *plan, error);
+           vpPlanReadFlags(obj, *plan, error) && vpPlanReadBeside(obj, *plan, error) &&
+           vpPlanReadOwnAndMemory(obj, *plan, error) && vpPlanReadReason(obj, *plan, error) &&
+           vpPlanCheckGuestCells(obj, *plan, error) && vpPlanReadMoves(obj, *plan, error);
 }
 
 vpPlan *

@@ -100,6 +100,26 @@ splitRefusal(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n)
     return g_string_free(g_steal_pointer(&s), FALSE);
 }
 
+/* What pack's last tier found (corepick.c): free PUs of cores that are not whole, and of
+ * those the ones that hold whole guest cores of the VM's threads. */
+static void
+packSharedText(const vpCtx *ctx, GString *s)
+{
+    int block = ctx->req->threads > 0 ? (int)ctx->req->threads : 1;
+    int partial = 0, blocks = 0;
+
+    for (int c = 0; c < ctx->ncores; c++) {
+        if (coreWhole(ctx, c))
+            continue;
+        partial += ctx->nok[c];
+        blocks += ctx->nok[c] - ctx->nok[c] % block;
+    }
+    g_string_append_printf(s, "; cores that are not whole have %d free %s", partial,
+                           partial == 1 ? "PU" : "PUs");
+    if (block > 1)
+        g_string_append_printf(s, ", %d of them in whole guest cores of %d threads", blocks, block);
+}
+
 char *
 vpPlacerRefusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
 {
@@ -136,6 +156,8 @@ vpPlacerRefusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n)
                                levels[l] == VP_LEVEL_HOST ? "" : "best ",
                                vpPlacerLevelPhrase(levels[l]), best);
     }
+    if (smt == VP_SMT_PACK)
+        packSharedText(ctx, s);
     if (ctx->nclosed > 0)
         g_string_append_printf(s,
                                " (%d more free %s on cores of other trust groups' pack or "

@@ -41,6 +41,7 @@ closeCore(vpCtx *ctx, int c)
         ctx->pufree[core->pus[i]] = false;
     ctx->nclosed += ctx->nfree[c];
     ctx->nfree[c] = 0;
+    ctx->closed[c] = true;
 }
 
 static vpRel
@@ -137,6 +138,7 @@ vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, cons
     ctx->nusable = g_new0(int, ctx->ncores);
     ctx->rel = g_new0(vpRel, ctx->ncores);
     ctx->pufree = g_new0(bool, vpTopologyNPUs(topo));
+    ctx->closed = g_new0(bool, ctx->ncores);
     for (int i = 0; i < VP_SMT_LAST; i++)
         ctx->orders[i] = g_hash_table_new_full(NULL, NULL, NULL, orderFree);
     ctx->owed = g_ptr_array_new();
@@ -187,6 +189,7 @@ vpPlacerCtxClear(vpCtx *ctx)
     g_free(ctx->nusable);
     g_free(ctx->rel);
     g_free(ctx->pufree);
+    g_free(ctx->closed);
     for (int i = 0; i < VP_SMT_LAST; i++) {
         if (ctx->orders[i])
             g_hash_table_destroy(ctx->orders[i]);

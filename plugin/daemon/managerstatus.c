@@ -88,6 +88,8 @@ domainJson(const vpManager *m, const vpDomRecord *rec)
             json_object_set_string_member(o, "degraded_reason", plan->degraded_reason);
         else
             json_object_set_null_member(o, "degraded_reason");
+        if (plan->beside_others)
+            json_object_set_int_member(o, "beside_others", plan->beside_others);
         json_object_set_member(o, "vcpus", vcpusJson(plan, vpManagerTopology(m)));
         setCpus(o, "emulator", plan->emulator);
         setCpus(o, "reserved", plan->reserved);

@@ -118,15 +118,21 @@ oneCookie(const vpPlan *a, const vpPlan *b)
 }
 
 /* No vCPU of plan on a core with a vCPU of another domain where either keeps its cores
- * (keepsCores) from the other, whatever the host has free. */
+ * (keepsCores) from the other, whatever the host has free. A pack plan that says it took
+ * cores of other trust groups (beside_others, pack's last tier) sits beside domains that keep
+ * no cores by its own placement, on at most that many vCPUs; a core some domain keeps never
+ * takes it. */
 static gboolean
 checkKeptCores(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, GError **error)
 {
+    unsigned beside = 0;
+
     if (plan->how != VP_HOW_PLACED)
         return TRUE;
     for (unsigned v = 0; v < plan->nvcpus; v++) {
         int pu = plan->vcpu_pu[v] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[v]) : -1;
         const vpCore *core = pu >= 0 ? vpTopologyCore(topo, vpTopologyPU(topo, pu)->core) : NULL;
+        bool excused = false;
 
         for (int i = 0; core && i < core->npus; i++) {
             vpOwner o = vpLedgerOwner(ledger, core->pus[i]);
@@ -135,13 +141,22 @@ checkKeptCores(const vpTopology *topo, const vpLedger *ledger, const vpPlan *pla
             if (!other || o.kind != VP_OWN_VCPU || strcmp(other->domain, plan->domain) == 0 ||
                 !(keepsCores(plan) || keepsCores(other)))
                 continue;
+            if (!keepsCores(other) && plan->policy.smt == VP_SMT_PACK && plan->beside_others > 0 &&
+                !oneCookie(plan, other)) {
+                excused = true;
+                continue;
+            }
             if ((keepsCores(plan) && plan->policy.smt == VP_SMT_ISOLATE) ||
                 (keepsCores(other) && other->policy.smt == VP_SMT_ISOLATE) ||
                 !oneCookie(plan, other))
                 return fail(error, "CPU %d shares a core with '%s' (smt=%s), not of one cookie",
                             plan->vcpu_pu[v], other->domain, vpSmtName(other->policy.smt));
         }
+        beside += excused;
     }
+    if (beside > plan->beside_others)
+        return fail(error, "%u vCPUs share a core with other trust groups, the plan says %u",
+                    beside, plan->beside_others);
     return TRUE;
 }
 

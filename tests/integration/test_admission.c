@@ -172,6 +172,38 @@ START_TEST(test_squeeze_admits)
 }
 END_TEST
 
+/* No whole core is left and no move is allowed: a 1-vCPU pack domain takes pack's last tier,
+ * the free sibling of one of ad-s's cores, and `vcpuplace status` says that it shares a core
+ * with another trust group. */
+START_TEST(test_pack_beside_others_shown)
+{
+    writeAdmissionConfig(0);
+    g_autoptr(vpDaemon) d = startDaemon();
+    vpManager *m = vpDaemonManager(d);
+    virDomainPtr s = startSpread(d, "ad-s", "");
+    g_autofree char *pxml =
+        domainXML("ad-p", 1, "smt='pack' emulator='vcpus' unmet='refuse'", NULL);
+    virDomainPtr p = define(vpDaemonLibvirt(d), pxml);
+
+    ck_assert_int_eq(virDomainCreate(p), 0);
+    waitIdle(d);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "ad-p")->state), "applied");
+    ck_assert(planned(d, "ad-p", 0) == 1 || planned(d, "ad-p", 0) == 3);
+    ck_assert_uint_eq(vpManagerPlan(m, "ad-p")->beside_others, 1);
+    ck_assert(!vpManagerPlan(m, "ad-p")->degraded);
+    ck_assert_int_eq(livePin(p, 0), planned(d, "ad-p", 0));
+    checkLedger(d);
+
+    g_autofree char *out = NULL;
+    const char *argv[] = {VP_CLI, "status", "--config", confpath, NULL};
+    ck_assert_int_eq(run(argv, NULL, &out, NULL), 0);
+    ck_assert_msg(strstr(out, "beside other trust groups: 1 vCPU share a core with them"), "%s",
+                  out);
+    virDomainFree(s);
+    virDomainFree(p);
+}
+END_TEST
+
 /* Takes ad-s's second vCPU away, once, as the actuator lets the lock go to pin it: libvirt
  * then refuses a pin of that vCPU, while the domain keeps running (a domain destroyed here
  * would be released by its event, and the start would find room without moves). The
@@ -497,6 +529,7 @@ suite(void)
     tcase_add_checked_fixture(tc, setupTmp, teardownTmp);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_squeeze_admits);
+    tcase_add_test(tc, test_pack_beside_others_shown);
     tcase_add_test(tc, test_failed_move_refuses);
     tcase_add_test(tc, test_rebalance_off_not_moved);
     tcase_add_test(tc, test_reserved_moved_in_ledger);

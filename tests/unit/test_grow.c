@@ -235,6 +235,32 @@ START_TEST(test_shrink_frees)
 }
 END_TEST
 
+/* A pack domain that pack's last tier put beside another trust group counts no more vCPUs
+ * beside it than it has once shrunk, so that its plan still reads back from the ledger. */
+START_TEST(test_shrink_keeps_beside_count_true)
+{
+    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) copy = NULL;
+    g_autoptr(vpPlan) back = NULL;
+    g_autoptr(JsonNode) json = NULL;
+    g_autoptr(GError) error = NULL;
+    const vpPlan *plan;
+
+    record(ledger, "s", VP_SMT_SPREAD, NULL, -1, (int[]){0, 2, 4, 6, END}, NULL);
+    record(ledger, "p", VP_SMT_PACK, NULL, -1, (int[]){1, 3, END}, NULL);
+    copy = vpPlanCopy(vpLedgerLookup(ledger, "p"));
+    copy->beside_others = 2;
+    ck_assert_msg(vpLedgerReplace(ledger, copy, &error), "%s", error ? error->message : "");
+    plan = resize(topo, ledger, "p", 1);
+    ck_assert_uint_eq(plan->beside_others, 1);
+    json = vpPlanToJson(plan, topo);
+    back = vpPlanFromJson(json, &error);
+    ck_assert_msg(back, "%s", error ? error->message : "");
+    ck_assert_uint_eq(back->beside_others, 1);
+}
+END_TEST
+
 START_TEST(test_floating_emulator_follows)
 {
     g_autoptr(vpTopology) topo = load(TWO_L3);
@@ -457,6 +483,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_isolate_relaxed_when_no_whole_core);
     tcase_add_test(tc, test_pack_fills_its_idle_sibling_first);
     tcase_add_test(tc, test_shrink_frees);
+    tcase_add_test(tc, test_shrink_keeps_beside_count_true);
     tcase_add_test(tc, test_floating_emulator_follows);
     tcase_add_test(tc, test_no_room_left_unpinned);
     tcase_add_test(tc, test_refusals);

@@ -264,6 +264,36 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* A pack plan placed beside other trust groups says how many vCPUs are, in JSON (read back
+ * as written) and in its text; plans without it write nothing. */
+START_TEST(test_beside_others)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpPlan) plan = testPlan();
+    g_autoptr(vpPlan) back = NULL;
+    g_autoptr(vpPlan) copy = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *again = NULL;
+    g_autofree char *shown = NULL;
+
+    plan->beside_others = 2;
+    text = toText(plan, topo);
+    ck_assert_ptr_nonnull(
+        strstr(text, "\"topology_mismatch\":true,\"beside_others\":2,\"degraded\""));
+    back = fromText(text, &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    ck_assert_uint_eq(back->beside_others, 2);
+    again = toText(back, topo);
+    ck_assert_str_eq(again, text);
+    copy = vpPlanCopy(plan);
+    ck_assert_uint_eq(copy->beside_others, 2);
+    shown = vpPlanFormat(plan, topo);
+    ck_assert_ptr_nonnull(strstr(shown, "  beside other trust groups: 2 vCPUs share a core with "
+                                        "them (no whole core was left)\n"));
+}
+END_TEST
+
 /* Each case edits the valid JSON and expects a message naming the field and value. */
 static const struct {
     const char *from;
@@ -309,13 +339,25 @@ static const struct {
      "plan of domain 'web': topology_mismatch=\"yes\" is not true or false"},
     {"\"degraded_reason\":\"locality=l3 relaxed to locality=auto\"", "\"degraded_reason\":null",
      "plan of domain 'web': degraded is true but degraded_reason is null"},
+    {"\"topology_mismatch\":true", "\"topology_mismatch\":true,\"beside_others\":4",
+     "plan of domain 'web': beside_others=4, expected an integer in 1..3"},
+    {"\"topology_mismatch\":true", "\"topology_mismatch\":true,\"beside_others\":0",
+     "plan of domain 'web': beside_others=0, expected an integer in 1..3"},
+    {"\"smt\":\"pack\"", "\"smt\":\"spread\"",
+     "plan of domain 'web': beside_others=2 but smt='spread' (only pack counts it)"},
     {"\"domain\":\"web\"", "\"domain\":\"\"", "domain is empty"},
     {"\"domain\":\"web\",", "", "domain is missing"},
 };
 
 START_TEST(test_bad_field)
 {
-    g_auto(GStrv) parts = g_strsplit(expected_json, bad[_i].from, 2);
+    /* the cases about beside_others start from a plan that has it */
+    g_auto(GStrv) with = g_strsplit(expected_json, "\"topology_mismatch\":true", 2);
+    g_autofree char *base =
+        strstr(bad[_i].message, "pack counts it")
+            ? g_strjoin("\"topology_mismatch\":true,\"beside_others\":2", with[0], with[1], NULL)
+            : g_strdup(expected_json);
+    g_auto(GStrv) parts = g_strsplit(base, bad[_i].from, 2);
     g_autofree char *text = NULL;
     g_autoptr(GError) err = NULL;
     g_autoptr(vpPlan) plan = NULL;
@@ -543,6 +585,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_json_exact);
     tcase_add_test(tc, test_json_minimal);
     tcase_add_test(tc, test_round_trip);
+    tcase_add_test(tc, test_beside_others);
     tcase_add_test(tc, test_legacy_spelling);
     tcase_add_loop_test(tc, test_bad_field, 0, G_N_ELEMENTS(bad));
     tcase_add_test(tc, test_bad_shape);
