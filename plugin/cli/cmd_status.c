@@ -143,7 +143,8 @@ printDomain(JsonObject *dom)
     printCookies(dom);
     gint64 beside = json_object_get_int_member_with_default(dom, "beside_others", 0);
     if (beside > 0)
-        printf("  beside other trust groups: %" G_GINT64_FORMAT " vCPU%s share a core with them "
+        printf("  beside other cookies: %" G_GINT64_FORMAT
+               " vCPU%s share a core with another cookie "
                "(smt=pack, no whole core was left)\n",
                beside, beside == 1 ? "" : "s");
     if (degraded)

@@ -590,7 +590,7 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
     vpPlanFormatGuest(s, plan, topo);
     if (plan->beside_others)
         g_string_append_printf(s,
-                               "  beside other trust groups: %u vCPU%s share a core with them "
+                               "  beside other cookies: %u vCPU%s share a core with another cookie "
                                "(no whole core was left)\n",
                                plan->beside_others, plan->beside_others == 1 ? "" : "s");
     if (plan->degraded)

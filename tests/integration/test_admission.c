@@ -197,8 +197,8 @@ START_TEST(test_pack_beside_others_shown)
     g_autofree char *out = NULL;
     const char *argv[] = {VP_CLI, "status", "--config", confpath, NULL};
     ck_assert_int_eq(run(argv, NULL, &out, NULL), 0);
-    ck_assert_msg(strstr(out, "beside other trust groups: 1 vCPU share a core with them"), "%s",
-                  out);
+    ck_assert_msg(strstr(out, "beside other cookies: 1 vCPU share a core with another cookie"),
+                  "%s", out);
     virDomainFree(s);
     virDomainFree(p);
 }

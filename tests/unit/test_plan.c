@@ -264,7 +264,7 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
-/* A pack plan placed beside other trust groups says how many vCPUs are, in JSON (read back
+/* A pack plan placed beside other cookies says how many vCPUs are, in JSON (read back
  * as written) and in its text; plans without it write nothing. */
 START_TEST(test_beside_others)
 {
@@ -289,8 +289,8 @@ START_TEST(test_beside_others)
     copy = vpPlanCopy(plan);
     ck_assert_uint_eq(copy->beside_others, 2);
     shown = vpPlanFormat(plan, topo);
-    ck_assert_ptr_nonnull(strstr(shown, "  beside other trust groups: 2 vCPUs share a core with "
-                                        "them (no whole core was left)\n"));
+    ck_assert_ptr_nonnull(strstr(shown, "  beside other cookies: 2 vCPUs share a core with "
+                                        "another cookie (no whole core was left)\n"));
 }
 END_TEST
 
