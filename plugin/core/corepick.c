@@ -31,6 +31,7 @@ pickReset(vpPick *pick)
 {
     pick->n = 0;
     pick->nshared = 0;
+    pick->nwhole = 0;
     pick->leftover = 0;
     pick->node_left = 0;
     g_array_set_size(pick->reserved, 0);
@@ -114,7 +115,8 @@ pickPack(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
 
 /* Which cores a pack VM may take in one pass of packFill(). */
 typedef enum {
-    PACK_OWN,    /* whole free cores, and free siblings of cores only its cookie group holds */
+    PACK_GROUP,  /* free siblings of cores only its cookie group holds */
+    PACK_OWN,    /* ... and whole free cores */
     PACK_IDLE,   /* ... and of cores no VM holds (a housekeeping sibling makes one not whole) */
     PACK_OTHERS, /* free siblings of cores that share VMs or other trust groups hold */
 } vpPackCores;
@@ -123,6 +125,8 @@ static bool
 packMay(const vpCtx *ctx, int c, vpPackCores which)
 {
     switch (which) {
+    case PACK_GROUP:
+        return ctx->rel[c] == REL_GROUP;
     case PACK_OWN:
         return coreWhole(ctx, c) || ctx->rel[c] == REL_GROUP;
     case PACK_IDLE:
@@ -179,18 +183,20 @@ packFill(const vpCtx *ctx, const vpGroup *g, vpPackCores which, int n, bool *don
         if (best < 0)
             break;
         done[best] = true;
+        if (which == PACK_OWN && coreWhole(ctx, g->cores[best]))
+            pick->nwhole++;
         takeFree(ctx, g->cores[best], best_room, pick, n);
         if (which == PACK_OTHERS)
             pick->nshared += best_room;
     }
 }
 
-/* TIER_PACK_GROUP: once no group of any level has whole cores enough, a pack VM of a cookie
- * group takes the free siblings of its group's cores as well: one cookie per core still, so
- * no stranger, and siblings its group left idle are no longer lost. TIER_PACK_ANY: once that
- * fails too, host-wide, pack's last tier takes any core no VM holds, then free siblings of
- * share VMs' and other trust groups' cores (as spread's and share's last tiers), best fit
- * first: the siblings it leaves free on such a core are lost to all others, share VMs too.
+/* TIER_PACK_GROUP: a pack VM of a cookie group takes free siblings of its group's cores
+ * first, best fit, then whole cores (fewest, better()): one cookie per core, so no stranger,
+ * and whole cores stay whole for isolate and pack VMs, as share fills its group's cores first.
+ * TIER_PACK_ANY: once that fails, host-wide, pack's last tier takes any core no VM holds, then
+ * free siblings of share VMs' and other trust groups' cores (as spread's and share's last
+ * tiers), best fit first: the siblings it leaves free on such a core are lost to all others.
  * Each guest core stays on one host core, and the kernel keeps strangers on a core from
  * running at once (one cookie per VM or trust group). Free PUs of cores that hold a pack or
  * isolate vCPU stay hidden (snapshot.c); nothing is reserved: the core is shared anyway. */
@@ -199,9 +205,8 @@ pickPackShared(const vpCtx *ctx, const vpGroup *g, vpTier tier, int n, vpPick *p
 {
     g_autofree bool *done = g_new0(bool, g->ncores);
 
-    packFill(ctx, g, tier == TIER_PACK_ANY ? PACK_IDLE : PACK_OWN, n, done, pick);
-    if (tier == TIER_PACK_ANY)
-        packFill(ctx, g, PACK_OTHERS, n, done, pick);
+    packFill(ctx, g, tier == TIER_PACK_ANY ? PACK_IDLE : PACK_GROUP, n, done, pick);
+    packFill(ctx, g, tier == TIER_PACK_ANY ? PACK_OTHERS : PACK_OWN, n, done, pick);
 }
 
 static void
@@ -320,7 +325,7 @@ static const vpTier *
 tiersFor(const vpCtx *ctx, vpSmt smt, int *ntiers)
 {
     static const vpTier whole[] = {TIER_WHOLE};
-    static const vpTier pack_group[] = {TIER_WHOLE, TIER_PACK_GROUP};
+    static const vpTier pack_group[] = {TIER_PACK_GROUP};
     static const vpTier spread[] = {TIER_SPREAD, TIER_SPREAD_OWN, TIER_SPREAD_GROUP};
     static const vpTier share[] = {TIER_SHARE};
 
@@ -344,14 +349,16 @@ tiersFor(const vpCtx *ctx, vpSmt smt, int *ntiers)
     }
 }
 
-/* Fewest vCPUs on shared cores, then best fit: for groups inside one NUMA node the node
- * the VM fills most closely first, then the group, so that the roomiest nodes stay whole
- * for VMs that need a whole node. */
+/* Fewest vCPUs on shared cores, then fewest whole cores broken, then best fit: for groups inside
+ * one NUMA node the node the VM fills most closely first, then the group, so that the roomiest
+ * nodes stay whole for VMs that need a whole node. */
 static bool
 better(const vpPick *a, const vpPick *b)
 {
     if (a->nshared != b->nshared)
         return a->nshared < b->nshared;
+    if (a->nwhole != b->nwhole)
+        return a->nwhole < b->nwhole;
     if (a->node_left != b->node_left)
         return a->node_left < b->node_left;
     return a->leftover < b->leftover;

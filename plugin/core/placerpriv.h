@@ -19,7 +19,7 @@ typedef enum {
 
 typedef enum {
     TIER_WHOLE,        /* isolate, pack: whole free cores only */
-    TIER_PACK_GROUP,   /* ... then, for a pack VM of a cookie group, its group's cores too */
+    TIER_PACK_GROUP,   /* a pack VM of a cookie group: its group's cores, then whole cores */
     TIER_PACK_ANY,     /* ... then siblings of share VMs' and strangers' cores (no whole core) */
     TIER_SPREAD,       /* a free core per vCPU */
     TIER_SPREAD_OWN,   /* ... then the VM's own siblings */
@@ -62,6 +62,7 @@ typedef struct {
     int *pus;         /* logical PU per vCPU */
     int nshared;      /* vCPUs that share a core with another vCPU of the VM (pack: with
                        * another trust group's, TIER_PACK_ANY) */
+    int nwhole;       /* whole cores a pack VM of a cookie group breaks (TIER_PACK_GROUP) */
     int leftover;     /* free PUs the group keeps */
     int node_left;    /* free PUs its NUMA node keeps, for a group inside one node; else 0 */
     GArray *reserved; /* logical PUs held idle */
