@@ -3,13 +3,14 @@
  * scorer that `vcpuplace simulate` uses, so that every placer's figures are computed by the
  * same code. The outcome file is JSON lines, one per trace event:
  *   {"op":"start","domain":"vm1","vcpus":2,"smt":"spread","group":"g1","threads":2,
- *    "coresched":"group","cpus":[0,16],"reserved":[],"us":12.5}
+ *    "coresched":"group","memory":"4GiB","cpus":[0,16],"reserved":[],"us":12.5}
  *   {"op":"start","domain":"vm3","vcpus":2,"smt":"isolate","cpus":[2,4],
  *    "moves":[{"domain":"vm1","from":16,"to":17}],"us":30}
  *   {"op":"start","domain":"vm2","vcpus":4,"smt":"pack","refused":true,"us":3.1}
  *   {"op":"stop","domain":"vm1"}
  * "cpus" is the Linux CPU of each vCPU, "reserved" the CPUs held idle, "us" the decision
- * time, "coresched" (default vm) decides with "group" who trusts whom, "moves" the running
+ * time, "coresched" (default vm) decides with "group" who trusts whom, "memory" (as in a trace;
+ * absent: none) what the VM holds on its vCPUs' nodes, "moves" the running
  * vCPUs re-pinned (Linux CPUs) to make room before this start. A stop of a VM that is not running
  * (it was refused) is ignored, as in simulate. "name" for "domain", as outcomes said before
  * the JSON format 1, is still read.
@@ -200,10 +201,23 @@ startReserved(JsonObject *obj, vpBitmap **out, GError **error)
     return TRUE;
 }
 
+/* "memory", a size as a trace gives it (absent: 0, none asked). */
+static gboolean
+startMemory(JsonObject *obj, guint64 *memory, GError **error)
+{
+    const char *size;
+
+    *memory = 0;
+    if (!json_object_has_member(obj, "memory"))
+        return TRUE;
+    return (size = vpTraceGetString(obj, "memory", error)) &&
+           vpMemorySizeParse("\"memory\"", size, memory, error);
+}
+
 /* An admitted start: one CPU per vCPU, the reserved ones, and the moves made before it. */
 static gboolean
 startPlaced(vpScore *score, JsonObject *obj, const char *name, const vpPolicy *policy,
-            unsigned threads, unsigned vcpus, double us, GError **error)
+            unsigned threads, unsigned vcpus, guint64 memory, double us, GError **error)
 {
     g_autofree int *cpus = NULL;
     g_autoptr(vpBitmap) held = NULL;
@@ -217,17 +231,18 @@ startPlaced(vpScore *score, JsonObject *obj, const char *name, const vpPolicy *p
         return FALSE;
     }
     return startReserved(obj, &held, error) && scoreMoves(score, obj, error) &&
-           vpScorePlaced(score, name, policy, threads, vcpus, cpus, held, us, error);
+           vpScorePlaced(score, name, policy, threads, vcpus, cpus, held, memory, us, error);
 }
 
 static gboolean
 scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
 {
-    static const char *const keys[] = {"op",    "domain",    "name",    "vcpus", "smt",
-                                       "group", "threads",   "refused", "cpus",  "reserved",
-                                       "us",    "coresched", "moves",   NULL};
+    static const char *const keys[] = {"op",    "domain",    "name",    "vcpus",  "smt",
+                                       "group", "threads",   "refused", "cpus",   "reserved",
+                                       "us",    "coresched", "moves",   "memory", NULL};
     vpPolicy policy;
     unsigned vcpus = 0, threads = 1;
+    guint64 memory;
     const char *smt;
     double us;
     gboolean refused, ok;
@@ -240,11 +255,11 @@ scoreStart(vpScore *score, JsonObject *obj, const char *name, GError **error)
     }
     if (!vpTraceGetUInt(obj, "vcpus", VP_SCORE_MAX_VCPUS, &vcpus, error) ||
         !(smt = vpTraceGetString(obj, "smt", error)) || !memberUs(obj, &us, error) ||
-        !vpTraceGetUInt(obj, "threads", 8, &threads, error) ||
+        !vpTraceGetUInt(obj, "threads", 8, &threads, error) || !startMemory(obj, &memory, error) ||
         !startPolicy(obj, smt, &policy, error))
         return FALSE;
     ok = startRefused(obj, &refused, error) &&
-         (refused || startPlaced(score, obj, name, &policy, threads, vcpus, us, error));
+         (refused || startPlaced(score, obj, name, &policy, threads, vcpus, memory, us, error));
     if (ok && refused)
         vpScoreRefused(score, vcpus, us);
     vpPolicyClear(&policy);

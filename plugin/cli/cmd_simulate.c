@@ -131,7 +131,7 @@ step(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, GError **error)
     if (!vpCompactApply(sim->ledger, plan, error) || !vpLedgerAdd(sim->ledger, plan, error) ||
         !vpScorePlaced(sim->score, ev->name, &ev->req->policy,
                        plan->guest_threads ? plan->guest_threads : vpRequestGuestThreads(ev->req),
-                       plan->nvcpus, plan->vcpu_pu, plan->reserved, us, error))
+                       plan->nvcpus, plan->vcpu_pu, plan->reserved, ev->req->memory, us, error))
         return FALSE;
     report(sim, lineno, ev, plan->degraded ? "degraded" : "placed", plan, NULL);
     return TRUE;

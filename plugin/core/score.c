@@ -13,19 +13,24 @@ typedef struct {
     vpSmt smt;
     vpCoresched coresched;
     unsigned n;
-    int *pus; /* logical PU per vCPU */
+    int *pus;       /* logical PU per vCPU */
+    guint64 memory; /* bytes asked, 0 when the VM asked none */
+    guint64 *held;  /* bytes per NUMA group index, as placed (moves leave memory where it is) */
 } vpScoreVM;
 
 struct _vpScore {
     const vpTopology *topo;
-    GHashTable *vms;   /* name -> vpScoreVM */
-    vpScoreVM **owner; /* per logical PU: the first holder */
-    GPtrArray **more;  /* per logical PU: further holders (overcommitted smt=share) */
+    GHashTable *vms;    /* name -> vpScoreVM */
+    vpScoreVM **owner;  /* per logical PU: the first holder */
+    GPtrArray **more;   /* per logical PU: further holders (overcommitted smt=share) */
+    guint64 *node_held; /* per NUMA group index: bytes the placed VMs hold there */
     GArray *decision_us;
     unsigned events, starts, placed, refused, admitted_first, frag_refusals;
     bool refused_once;
-    unsigned untrusted_with_free_core; /* placements sharing a core with strangers (not both
-                                          smt=share) while a whole free core stays free */
+    unsigned untrusted_with_free_core;   /* placements sharing a core with strangers (not both
+                                            smt=share) while a whole free core stays free */
+    unsigned untrusted_with_usable_core; /* the same, counting only free cores on a node whose
+                                            memory could take the VM's vCPU */
     double untrusted_sum, stranded_sum;
     double span_l3_sum, span_numa_sum, span_policy_sum;
     double spread_sharing_sum; /* spread VMs with two vCPUs on one core, summed over ticks */
@@ -43,6 +48,7 @@ vmFree(gpointer p)
     g_free(vm->name);
     g_free(vm->group);
     g_free(vm->pus);
+    g_free(vm->held);
     g_free(vm);
 }
 
@@ -55,6 +61,7 @@ vpScoreNew(const vpTopology *topo)
     s->vms = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, vmFree);
     s->owner = g_new0(vpScoreVM *, vpTopologyNPUs(topo));
     s->more = g_new0(GPtrArray *, vpTopologyNPUs(topo));
+    s->node_held = g_new0(guint64, MAX(vpTopologyNGroups(topo, VP_LEVEL_NUMA), 1));
     s->decision_us = g_array_new(FALSE, FALSE, sizeof(double));
     return s;
 }
@@ -71,6 +78,7 @@ vpScoreFree(vpScore *s)
     }
     g_free(s->more);
     g_free(s->owner);
+    g_free(s->node_held);
     g_array_free(s->decision_us, TRUE);
     g_free(s);
 }
@@ -118,15 +126,53 @@ vpScoreUntrustedSharedCores(const vpScore *s)
 }
 
 static bool
+wholeFreeCore(const vpScore *s, int c)
+{
+    const vpCore *core = vpTopologyCore(s->topo, c);
+
+    for (int i = 0; i < core->npus; i++) {
+        if (!vpTopologyPU(s->topo, core->pus[i])->usable || s->owner[core->pus[i]])
+            return false;
+    }
+    return true;
+}
+
+static bool
 wholeFreeCoreExists(const vpScore *s)
 {
     for (int c = 0; c < vpTopologyNCores(s->topo); c++) {
-        const vpCore *core = vpTopologyCore(s->topo, c);
-        bool whole = true;
+        if (wholeFreeCore(s, c))
+            return true;
+    }
+    return false;
+}
 
-        for (int i = 0; i < core->npus && whole; i++)
-            whole = vpTopologyPU(s->topo, core->pus[i])->usable && !s->owner[core->pus[i]];
-        if (whole)
+/* Whether NUMA group g has bytes more free: its memory less the host's reserve (as the
+ * placer's, vpTopologyNodeReserve()) and what the placed VMs hold; unknown memory is no
+ * limit. */
+static bool
+nodeHolds(const vpScore *s, int g, guint64 bytes)
+{
+    const vpGroup *node = vpTopologyGroup(s->topo, VP_LEVEL_NUMA, g);
+    guint64 cap = node->memory - MIN(node->memory, vpTopologyNodeReserve(s->topo));
+
+    return !node->memory || (s->node_held[g] <= cap && cap - s->node_held[g] >= bytes);
+}
+
+/* A whole free core that could take the VM's vCPU beside a stranger instead, counting memory
+ * as the placers do (they keep a vCPU on a node with memory for its share): one on a node
+ * marked in beside (the VM's memory is there already), or on a node whose free memory holds
+ * a vCPU's share (memory / vCPUs, the first node's remainder counted). A VM that asked no
+ * memory needs none. */
+static bool
+usableFreeCoreExists(const vpScore *s, const vpScoreVM *vm, const bool *beside)
+{
+    guint64 share = vm->n ? vm->memory / vm->n + vm->memory % vm->n : 0;
+
+    for (int c = 0; c < vpTopologyNCores(s->topo); c++) {
+        int g = vpTopologyCore(s->topo, c)->group[VP_LEVEL_NUMA];
+
+        if (wholeFreeCore(s, c) && (!vm->memory || beside[g] || nodeHolds(s, g, share)))
             return true;
     }
     return false;
@@ -337,7 +383,7 @@ checkHeld(const vpScore *s, const char *name, vpSmt smt, unsigned n, const GArra
 }
 
 static vpScoreVM *
-vmNew(const char *name, const vpPolicy *policy, unsigned n, const int *pus)
+vmNew(const char *name, const vpPolicy *policy, unsigned n, const int *pus, guint64 memory)
 {
     vpScoreVM *vm = g_new0(vpScoreVM, 1);
 
@@ -347,26 +393,63 @@ vmNew(const char *name, const vpPolicy *policy, unsigned n, const int *pus)
     vm->coresched = policy->coresched;
     vm->n = n;
     vm->pus = g_memdup2(pus, sizeof(int) * MAX(n, 1));
+    vm->memory = memory;
     return vm;
 }
 
-/* Whether a PU held shares a core with a VM that vm does not trust. */
+/* Whether a PU held shares a core with a VM that vm does not trust; marks in beside the NUMA
+ * group of each such PU, every group for a reserved one (it holds no memory: any node could
+ * take it). */
 static bool
-nextToStranger(const vpScore *s, const vpScoreVM *vm, const GArray *held)
+nextToStranger(const vpScore *s, const vpScoreVM *vm, const GArray *held, bool *beside)
 {
+    int nnodes = vpTopologyNGroups(s->topo, VP_LEVEL_NUMA);
     bool stranger = false;
 
     for (guint i = 0; i < held->len; i++) {
         const vpCore *core =
             vpTopologyCore(s->topo, vpTopologyPU(s->topo, g_array_index(held, int, i))->core);
+        bool here = false;
 
         for (int k = 0; k < core->npus; k++) {
             const vpScoreVM *o = s->owner[core->pus[k]];
 
-            stranger |= o && breach(o, vm);
+            here |= o && breach(o, vm);
         }
+        for (int g = 0; here && g < nnodes; g++)
+            beside[g] |= i >= vm->n || g == core->group[VP_LEVEL_NUMA];
+        stranger |= here;
     }
     return stranger;
+}
+
+/* The VM's memory held where its vCPUs are, in proportion to its vCPUs per node (as vcpuplace
+ * and Nova place memory with the vCPUs), the remainder on the first such node: derived alike
+ * for every placer's outcome. */
+static void
+holdMemory(vpScore *s, vpScoreVM *vm)
+{
+    int nnodes = vpTopologyNGroups(s->topo, VP_LEVEL_NUMA), first = -1;
+    g_autofree unsigned *count = g_new0(unsigned, MAX(nnodes, 1));
+    guint64 given = 0;
+
+    vm->held = g_new0(guint64, MAX(nnodes, 1));
+    if (!vm->memory || !vm->n)
+        return;
+    for (unsigned i = 0; i < vm->n; i++)
+        count[vpTopologyCore(s->topo, vpTopologyPU(s->topo, vm->pus[i])->core)
+                  ->group[VP_LEVEL_NUMA]]++;
+    for (int g = 0; g < nnodes; g++) {
+        if (!count[g])
+            continue;
+        if (first < 0)
+            first = g;
+        vm->held[g] = vm->memory / vm->n * count[g];
+        given += vm->held[g];
+    }
+    vm->held[first] += vm->memory - given;
+    for (int g = 0; g < nnodes; g++)
+        s->node_held[g] += vm->held[g];
 }
 
 static void
@@ -389,7 +472,7 @@ hold(vpScore *s, vpScoreVM *vm, const GArray *held)
 /* The figures one admitted start adds. */
 static void
 countPlaced(vpScore *s, vpSmt smt, unsigned guest_threads, const int *pus, unsigned n,
-            bool stranger, double us)
+            bool stranger, bool usable, double us)
 {
     s->starts++;
     s->placed++;
@@ -402,6 +485,7 @@ countPlaced(vpScore *s, vpSmt smt, unsigned guest_threads, const int *pus, unsig
         s->admitted_first++;
     /* A free core left over after the placement is one the placer could have used instead. */
     s->untrusted_with_free_core += stranger && wholeFreeCoreExists(s);
+    s->untrusted_with_usable_core += stranger && usable;
     s->span_l3_sum += spanExcess(s, VP_LEVEL_L3, pus, n);
     s->span_numa_sum += spanExcess(s, VP_LEVEL_NUMA, pus, n);
     s->span_policy_sum += spanPolicyExcess(s, smt, pus, n);
@@ -414,10 +498,11 @@ countPlaced(vpScore *s, vpSmt smt, unsigned guest_threads, const int *pus, unsig
 
 gboolean
 vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned guest_threads,
-              unsigned n, const int *vcpu_cpu, hwloc_const_bitmap_t reserved, double us,
-              GError **error)
+              unsigned n, const int *vcpu_cpu, hwloc_const_bitmap_t reserved, guint64 memory,
+              double us, GError **error)
 {
     g_autofree int *pus = g_new(int, MAX(n, 1));
+    g_autofree bool *beside = g_new0(bool, MAX(vpTopologyNGroups(s->topo, VP_LEVEL_NUMA), 1));
     g_autoptr(GArray) held = NULL;
     vpScoreVM *vm;
     bool stranger;
@@ -429,11 +514,13 @@ vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned gue
     held = heldPUs(s, n, vcpu_cpu, reserved, pus);
     if (!checkHeld(s, name, policy->smt, n, held, error))
         return FALSE;
-    vm = vmNew(name, policy, n, pus);
+    vm = vmNew(name, policy, n, pus, memory);
     g_hash_table_insert(s->vms, vm->name, vm);
-    stranger = nextToStranger(s, vm, held);
+    stranger = nextToStranger(s, vm, held, beside);
     hold(s, vm, held);
-    countPlaced(s, policy->smt, guest_threads, pus, n, stranger, us);
+    holdMemory(s, vm);
+    countPlaced(s, policy->smt, guest_threads, pus, n, stranger,
+                stranger && usableFreeCoreExists(s, vm, beside), us);
     tick(s);
     return TRUE;
 }
@@ -495,6 +582,8 @@ vpScoreStopped(vpScore *s, const char *name)
         if (s->more[pu] && s->more[pu]->len)
             s->owner[pu] = g_ptr_array_steal_index(s->more[pu], 0);
     }
+    for (int g = 0; g < vpTopologyNGroups(s->topo, VP_LEVEL_NUMA); g++)
+        s->node_held[g] -= vm->held[g];
     g_hash_table_remove(s->vms, name);
     tick(s);
     return TRUE;
@@ -545,6 +634,7 @@ vpScoreToJson(const vpScore *s)
     addInt(b, "admitted_before_first_refusal", s->admitted_first);
     addInt(b, "fragmentation_refusals", s->frag_refusals);
     addInt(b, "untrusted_shares_while_free_core", s->untrusted_with_free_core);
+    addInt(b, "untrusted_shares_while_usable_core", s->untrusted_with_usable_core);
     addDouble(b, "untrusted_shared_cores_avg", s->untrusted_sum / ev);
     addDouble(b, "stranded_free_pus_avg", s->stranded_sum / ev);
     addDouble(b, "l3_span_excess_avg", s->placed ? s->span_l3_sum / s->placed : 0);

@@ -17,11 +17,13 @@ void vpScoreFree(vpScore *score);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpScore, vpScoreFree)
 
 /* A placed VM: its policy (smt, trust group and coresched decide who it trusts), Linux CPU
- * per vCPU, and the CPUs it holds idle (reserved siblings). Fails on a CPU the topology
- * lacks or one another VM holds (a placer bug worth reporting). */
+ * per vCPU, the CPUs it holds idle (reserved siblings) and the memory it asked (bytes, 0:
+ * none; held on its vCPUs' nodes in proportion to its vCPUs there). Fails on a CPU the
+ * topology lacks or one another VM holds (a placer bug worth reporting). */
 gboolean vpScorePlaced(vpScore *score, const char *name, const vpPolicy *policy,
                        unsigned guest_threads, unsigned nvcpus, const int *vcpu_cpu,
-                       hwloc_const_bitmap_t reserved, double decision_us, GError **error);
+                       hwloc_const_bitmap_t reserved, guint64 memory, double decision_us,
+                       GError **error);
 /* A running VM's vCPU re-pinned from one Linux CPU to a free one, to make room for the next
  * placement (counted as that admission's move). */
 gboolean vpScoreMoved(vpScore *score, const char *name, unsigned from, unsigned to, GError **error);

@@ -18,6 +18,10 @@ For each topology SOURCE (hwloc XML or synthetic:...):
 - vcpuplace's own placements of the mixed trace are also written as an outcome file and
   scored by `vcpuplace score`: its metrics must equal simulate's (decision times aside),
   which checks that both paths score alike.
+- every outcome's starts carry the "memory" their VM asked in the trace (added here where a
+  placer's outcome lacks it), so that the scorer holds the same memory per node for every
+  placer and judges a stranger's sibling against the free cores whose node had memory for
+  the VM (untrusted_shares_while_usable_core).
 - vCPUs running (averaged over events) are counted here from the outcomes, beside the
   scorer's metrics: the scorer counts VMs, and a placer that refuses one 32-vCPU VM may
   then place several small ones.
@@ -105,7 +109,7 @@ def simulate_outcome(sim, trace_path, out_path):
             ask = asks[dom]
             rec = {"op": "start", "name": dom, "vcpus": ask["vcpus"], "smt": ask["smt"],
                    "us": 0}
-            for key in ("group", "coresched"):
+            for key in ("group", "coresched", "memory"):
                 if key in ask:
                     rec[key] = ask[key]
             plan = ev.get("plan")
@@ -120,6 +124,24 @@ def simulate_outcome(sim, trace_path, out_path):
                 if plan.get("moves"):
                     rec["moves"] = [{"name": m["domain"], "from": m["from"], "to": m["to"]}
                                     for m in plan["moves"]]
+            out.write(json.dumps(rec) + "\n")
+
+
+def add_memory(outcome_path, trace_path):
+    """Gives each start of an outcome file the "memory" its VM asked in the trace, where the
+    placer's outcome left it out (rewritten in place)."""
+    asks = {}
+    with open(trace_path, encoding="utf-8") as f:
+        for line in f:
+            ev = json.loads(line)
+            if ev["op"] == "start" and "memory" in ev:
+                asks[ev["name"]] = ev["memory"]
+    with open(outcome_path, encoding="utf-8") as f:
+        recs = [json.loads(line) for line in f]
+    with open(outcome_path, "w", encoding="utf-8") as out:
+        for rec in recs:
+            if rec["op"] == "start" and "memory" not in rec and rec["name"] in asks:
+                rec["memory"] = asks[rec["name"]]
             out.write(json.dumps(rec) + "\n")
 
 
@@ -241,6 +263,7 @@ def compare_topology(args, source, pool):
         run([sys.executable, os.path.join(HERE, "baselines", "run.py"), placer, topo_json,
              traces["mixed"], out])
         timings[placer] = round(time.monotonic() - t0, 2)
+        add_memory(out, traces["mixed"])
         return placer, out
 
     futures = [pool.submit(baseline, p) for p in args.baselines]

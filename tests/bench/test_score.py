@@ -30,7 +30,13 @@ baselines use it.
 4. Moves and coresched by hand, on the same host: a and b of group g1 with coresched=group
    trust each other (b beside a is no breach), x of g1 at the default coresched=vm does not;
    a move of a's vCPU is counted for the admission it is listed with.
-2. vcpuplace's own placements, rewritten as an outcome file, score as simulate scored them.
+5. Memory, with 2 GiB per node (1.5 GiB less the host reserve): a stranger's sibling taken
+   while the only whole free core is on a node without memory for the VM's vCPU counts in
+   untrusted_shares_while_free_core but not in untrusted_shares_while_usable_core; with the
+   memory there, or for a VM that asked none, in both; a whole free core on the VM's own node
+   counts although the VM filled that node (its vCPU could move there without memory).
+2. vcpuplace's own placements, rewritten as an outcome file, score as simulate scored them
+   (also with node memory, where the placer and the scorer both count memory).
 3. Bad outcome lines are refused with the line number and the field.
 """
 
@@ -64,6 +70,7 @@ class HandMade(unittest.TestCase):
             "admitted_before_first_refusal": 3,
             "fragmentation_refusals": 1,
             "untrusted_shares_while_free_core": 1,
+            "untrusted_shares_while_usable_core": 1,
             "untrusted_shared_cores_avg": 0.364,
             "stranded_free_pus_avg": 1.091,
             "l3_span_excess_avg": 0.167,
@@ -134,10 +141,79 @@ class MovesAndCookies(unittest.TestCase):
             self.assertIn("move of VM 'a': it runs no vCPU on CPU 1", res.stderr)
 
 
+class Memory(unittest.TestCase):
+    """C0 {0,1}, C1 {2,3} on node 0, C2 {4,5}, C3 {6,7} on node 1; each node holds 1536 MiB."""
+
+    def score(self, *events):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "memory.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(events) + "\n")
+            res = vcpuplace("score", "--json", "--topology", TINY, "--node-memory", "2GiB", path)
+            self.assertEqual(res.returncode, 0, res.stderr)
+            m = json.loads(res.stdout)["metrics"]
+        return m["untrusted_shares_while_free_core"], m["untrusted_shares_while_usable_core"]
+
+    @staticmethod
+    def start(name, cpus, memory=None):
+        rec = {"op": "start", "name": name, "vcpus": len(cpus), "smt": "spread", "cpus": cpus,
+               "us": 1}
+        if memory:
+            rec["memory"] = memory
+        return json.dumps(rec)
+
+    def beside_a(self, node1, b_memory):
+        """a on C0 and C1, m on C2 holding node1 of node 1's memory, then b beside a on C0:
+        C3 on node 1 is the only whole free core."""
+        return self.score(self.start("a", [0, 2], "512MiB"), self.start("m", [4], node1),
+                          self.start("b", [1], b_memory))
+
+    def test_free_core_on_a_node_without_memory(self):
+        self.assertEqual(self.beside_a("1536MiB", "1GiB"), (1, 0))
+
+    def test_free_core_on_a_node_with_memory(self):
+        self.assertEqual(self.beside_a("512MiB", "1GiB"), (1, 1))
+        # the share needed is exactly what is left: still room
+        self.assertEqual(self.beside_a("512MiB", "1024MiB"), (1, 1))
+        self.assertEqual(self.beside_a("513MiB", "1GiB"), (1, 0))
+
+    def test_vm_without_memory(self):
+        self.assertEqual(self.beside_a("1536MiB", None), (1, 1))
+
+    def test_memory_freed_by_a_stop(self):
+        self.assertEqual(self.score(self.start("a", [0, 2], "512MiB"),
+                                    self.start("m", [4], "1536MiB"),
+                                    '{"op":"stop","name":"m"}', self.start("n", [4]),
+                                    self.start("b", [1], "1GiB")), (1, 1))
+
+    def test_free_core_on_the_vms_own_full_node(self):
+        # node 1: m fills its memory and x takes C3, so no whole core is free there; b beside a
+        # fills node 0's memory, but C1 on node 0 could have taken b's vCPU all the same
+        self.assertEqual(self.score(self.start("m", [4], "1536MiB"), self.start("x", [6]),
+                                    self.start("a", [0], "1GiB"),
+                                    self.start("b", [1], "512MiB")), (1, 1))
+
+    def test_memory_split_with_the_vcpus(self):
+        # w holds 768 MiB on each node (one vCPU each); b's 1 GiB vCPU share no longer fits
+        # beside it on node 1, where C3 is the only whole free core
+        self.assertEqual(self.score(self.start("a", [0], "256MiB"),
+                                    self.start("w", [2, 4], "1536MiB"),
+                                    self.start("b", [1], "1GiB")), (1, 0))
+
+
 class SameAsSimulate(unittest.TestCase):
     """The benchmark's premise: a placement scores the same whichever path it comes by."""
 
     def test_simulate_placements_rescored(self):
+        self.rescored([])
+
+    def test_simulate_placements_rescored_with_node_memory(self):
+        scored = self.rescored(["--node-memory", "12GiB"])
+        self.assertGreater(scored["untrusted_shares_while_free_core"], 0)
+        self.assertLess(scored["untrusted_shares_while_usable_core"],
+                        scored["untrusted_shares_while_free_core"])
+
+    def rescored(self, memory):
         topo = "synthetic:pack:2 numa:2 l3:1 core:4 pu:2"
         with tempfile.TemporaryDirectory() as tmp:
             topo_json = os.path.join(tmp, "topo.json")
@@ -150,11 +226,11 @@ class SameAsSimulate(unittest.TestCase):
             subprocess.run([sys.executable, os.path.join(HERE, "gen_trace.py"),
                             "--topology-json", topo_json, "--seed", "3", "--churn", "300",
                             trace], check=True, capture_output=True)
-            res = vcpuplace("simulate", "--json", "--topology", topo, trace)
+            res = vcpuplace("simulate", "--json", "--topology", topo, *memory, trace)
             self.assertEqual(res.returncode, 0, res.stderr)
             sim = json.loads(res.stdout)
             compare.simulate_outcome(sim, trace, outcome)
-            res = vcpuplace("score", "--json", "--topology", topo, outcome)
+            res = vcpuplace("score", "--json", "--topology", topo, *memory, outcome)
             self.assertEqual(res.returncode, 0, res.stderr)
             scored = json.loads(res.stdout)["metrics"]
         self.assertGreater(sim["metrics"]["refused"], 0, "the trace never filled the host")
@@ -162,6 +238,7 @@ class SameAsSimulate(unittest.TestCase):
         for key, value in sim["metrics"].items():
             if not key.startswith("decision_us"):
                 self.assertEqual(scored[key], value, key)
+        return scored
 
 
 class BadInput(unittest.TestCase):
@@ -185,6 +262,10 @@ class BadInput(unittest.TestCase):
          'a refused start has no "cpus"'),
         ('{"op":"start","name":"a","vcpus":2,"smt":"spread","cpus":[0,2],"reserved":[1,1],'
          '"us":1}', '"reserved" names CPU 1 twice'),
+        ('{"op":"start","name":"a","vcpus":1,"smt":"spread","memory":"lots","cpus":[0],'
+         '"us":1}', '"memory"=\'lots\' is not a memory size'),
+        ('{"op":"start","name":"a","vcpus":1,"smt":"spread","memory":4096,"cpus":[0],"us":1}',
+         '"memory" must be a string'),
         ('{"op":"start","name":"a","vcpus":1,"smt":"spread","cpus":["0"],"us":1}',
          '"cpus"[0] must be a CPU number'),
         ('{"op":"start","name":"a","vcpus":0,"smt":"spread","cpus":[],"us":1}',
