@@ -1,8 +1,10 @@
 #include "harness.h"
 
+#include <glib/gstdio.h>
 #include <libvirt/virterror.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 char *tmpdir;
 char *confpath;
@@ -146,15 +148,25 @@ run(const char *const *argv, const char *input, char **out, char **errout)
 int
 runNow(const char *const *argv, const char *input, char **errout)
 {
-    g_autoptr(GSubprocessLauncher) l =
-        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                  G_SUBPROCESS_FLAGS_STDERR_PIPE);
-    g_subprocess_launcher_setenv(l, "VCPUPLACE_CONFIG", confpath, TRUE);
+    /* stdin from a file of its own, as in run(): the hook exits without reading it for a
+     * release, and a pipe would then fail the write whenever the hook is quicker. Callers
+     * may run at once on two threads, hence a fresh file. */
     g_autoptr(GError) err = NULL;
+    g_autofree char *inpath = NULL;
+    int fd = g_file_open_tmp("vp-run-XXXXXX", &inpath, &err);
+
+    ck_assert_msg(fd >= 0, "stdin file: %s", err ? err->message : "");
+    close(fd);
+    ck_assert(g_file_set_contents(inpath, input ? input : "", -1, NULL));
+    g_autoptr(GSubprocessLauncher) l =
+        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+    g_subprocess_launcher_set_stdin_file_path(l, inpath);
+    g_subprocess_launcher_setenv(l, "VCPUPLACE_CONFIG", confpath, TRUE);
     g_autoptr(GSubprocess) p = g_subprocess_launcher_spawnv(l, argv, &err);
     ck_assert_msg(p, "spawn %s: %s", argv[0], err ? err->message : "");
     /* The synchronous form runs a main context of its own, not the daemon's. */
-    ck_assert_msg(g_subprocess_communicate_utf8(p, input, NULL, NULL, errout, &err),
+    ck_assert_msg(g_subprocess_communicate_utf8(p, NULL, NULL, NULL, errout, &err),
                   "communicate: %s", err ? err->message : "");
+    g_unlink(inpath);
     return g_subprocess_get_exit_status(p);
 }
