@@ -87,6 +87,28 @@ vpFixPlan(const vpTopology *topo, const char *domain, const char *smt, const cha
     return plan;
 }
 
+vpPlan *
+vpFixGroupPlan(const vpTopology *topo, const char *domain, const char *smt, const char *group,
+               const int *cpus, unsigned n)
+{
+    vpPlan *plan = vpFixPlan(topo, domain, smt, group, cpus, n, NULL, 0);
+    g_autoptr(GError) err = NULL;
+
+    ck_assert_msg(vpPolicySetAttr(&plan->policy, "coresched", "group", &err), "%s",
+                  err ? err->message : "");
+    return plan;
+}
+
+bool
+vpFixNotesHave(const GPtrArray *notes, const char *needle)
+{
+    for (guint i = 0; i < notes->len; i++) {
+        if (strstr(g_ptr_array_index(notes, i), needle))
+            return true;
+    }
+    return false;
+}
+
 void
 vpFixAddPlan(vpLedger *ledger, vpPlan *plan)
 {

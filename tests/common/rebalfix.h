@@ -21,6 +21,11 @@ int vpFixGroupOf(const vpTopology *topo, unsigned os, vpLevel level);
  * both, the smallest level that holds the vCPUs. */
 vpPlan *vpFixPlan(const vpTopology *topo, const char *domain, const char *smt, const char *group,
                   const int *cpus, unsigned n, const int *reserved, unsigned nres);
+/* vpFixPlan of a trust group with one cookie (coresched=group). */
+vpPlan *vpFixGroupPlan(const vpTopology *topo, const char *domain, const char *smt,
+                       const char *group, const int *cpus, unsigned n);
+/* Whether one of the rebalancer's notes contains needle. */
+bool vpFixNotesHave(const GPtrArray *notes, const char *needle);
 /* Adds plan (asserting the ledger takes it) and frees it. */
 void vpFixAddPlan(vpLedger *ledger, vpPlan *plan);
 /* That moves, applied to the ledger that was before, kept every policy and changed nothing

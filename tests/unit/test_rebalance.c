@@ -72,16 +72,6 @@ notesNew(void)
     return g_ptr_array_new_with_free_func(g_free);
 }
 
-static bool
-notesHave(GPtrArray *notes, const char *needle)
-{
-    for (guint i = 0; i < notes->len; i++) {
-        if (strstr(g_ptr_array_index(notes, i), needle))
-            return true;
-    }
-    return false;
-}
-
 static void
 printNotes(GPtrArray *notes)
 {
@@ -110,7 +100,7 @@ START_TEST(test_spread_never_next_to_stranger)
     /* CPU 3 is free and idle but next to b of another trust group; CPU 2 is next to the
      * hot CPU's host load */
     ck_assert_uint_eq(moves->len, 0);
-    ck_assert(notesHave(notes, "no idle target"));
+    ck_assert(vpFixNotesHave(notes, "no idle target"));
 
     /* same trust group at the default coresched=vm: a cookie each, still strangers */
     vpLedgerRemove(ledger, "b");
@@ -120,15 +110,10 @@ START_TEST(test_spread_never_next_to_stranger)
     ck_assert_uint_eq(moves->len, 0);
 
     /* same trust group with one cookie (coresched=group on both): allowed */
-    for (int i = 0; i < 2; i++) {
-        const char *name = i ? "b" : "a";
-        vpPlan *plan = vpFixPlan(topo, name, "spread", "g1", i ? b : a, 1, NULL, 0);
-        g_autoptr(GError) err = NULL;
-
-        ck_assert(vpPolicySetAttr(&plan->policy, "coresched", "group", &err));
-        vpLedgerRemove(ledger, name);
-        vpFixAddPlan(ledger, plan);
-    }
+    vpLedgerRemove(ledger, "a");
+    vpLedgerRemove(ledger, "b");
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "a", "spread", "g1", a, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "b", "spread", "g1", b, 1));
     g_ptr_array_unref(moves);
     moves = vpFixPass(rb, p, ledger, 8 * SEC, NULL);
     ck_assert_uint_eq(moves->len, 1);
@@ -171,7 +156,7 @@ chase(unsigned return_quiet, unsigned *returns)
             *returns += mv->to == 0;
         }
         if (!m->len && vpPressurePUHot(p, vpFixPU(topo, vpLedgerLookup(ledger, "v")->vcpu_pu[0])))
-            ck_assert(notesHave(notes, "moved recently and stays"));
+            ck_assert(vpFixNotesHave(notes, "moved recently and stays"));
     }
     ck_assert_uint_eq(vpRebalancerMoves(rb, "v", 0), times->len);
     vpRebalancerForgetDomain(rb, "v");

@@ -16,17 +16,6 @@
 
 #define SEC VP_FIX_SEC
 
-/* A spread plan of trust group tg (a group cookie) on cpus. */
-static vpPlan *
-grouped(const vpTopology *topo, const char *domain, const char *tg, const int *cpus, unsigned n)
-{
-    vpPlan *plan = vpFixPlan(topo, domain, "spread", tg, cpus, n, NULL, 0);
-    g_autoptr(GError) err = NULL;
-
-    ck_assert(vpPolicySetAttr(&plan->policy, "coresched", "group", &err));
-    return plan;
-}
-
 /* n one-second intervals: every vCPU in the ledger runs 5% and barely waits, its CPU is 6%
  * busy, every other CPU 1%: nothing is hot, free CPUs are idle; but the vCPUs of domain hot
  * (when not NULL) wait 40% on a CPU 100% busy, wherever they are. */
@@ -99,16 +88,6 @@ run(vpRebalancer *rb, vpPressure *p, vpLedger *ledger, int t0, int t1, GPtrArray
     return runHot(rb, p, ledger, t0, t1, notes, NULL);
 }
 
-static bool
-notesHave(GPtrArray *notes, const char *needle)
-{
-    for (guint i = 0; i < notes->len; i++) {
-        if (strstr(g_ptr_array_index(notes, i), needle))
-            return true;
-    }
-    return false;
-}
-
 /* Every PU of the core of CPU os is held by domain or free (and, with whole, all but os
  * free). */
 static void
@@ -146,8 +125,8 @@ START_TEST(test_group_move_reexpands)
     const vpMove *m;
     const char *stayed;
 
-    vpFixAddPlan(ledger, grouped(topo, "a", "tg", a, 1));
-    vpFixAddPlan(ledger, grouped(topo, "b", "tg", b, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "a", "spread", "tg", a, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "b", "spread", "tg", b, 1));
     vpFixAddPlan(ledger, vpFixPlan(topo, "c", "spread", NULL, c, 1, NULL, 0));
     vpFixAddPlan(ledger, vpFixPlan(topo, "h", "isolate", NULL, h, 2, hres, 2));
     req->policy.smt = VP_SMT_ISOLATE;
@@ -197,7 +176,7 @@ regroup(vpLedger *ledger, const char *domain, const int *cpus, unsigned n, const
         const char *cpuset)
 {
     const vpTopology *topo = vpLedgerTopology(ledger);
-    vpPlan *plan = grouped(topo, domain, "tg", cpus, n);
+    vpPlan *plan = vpFixGroupPlan(topo, domain, "spread", "tg", cpus, n);
     g_autoptr(GError) err = NULL;
 
     for (int i = 0; nodes && nodes[i] >= 0; i++)
@@ -227,21 +206,21 @@ START_TEST(test_group_reexpand_stays_on_node)
     const vpMove *m;
     const char *stayed;
 
-    vpFixAddPlan(ledger, grouped(topo, "a", "tg", a, 1));
-    vpFixAddPlan(ledger, grouped(topo, "b", "tg", b, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "a", "spread", "tg", a, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "b", "spread", "tg", b, 1));
     vpFixAddPlan(ledger, vpFixPlan(topo, "i", "isolate", NULL, i, 1, ires, 1));
     vpFixAddPlan(ledger, vpFixPlan(topo, "x", "spread", NULL, x, 1, NULL, 0));
     moves = run(rb, p, ledger, 1, 20, notes);
     ck_assert_uint_eq(moves->len, 0);
-    ck_assert(notesHave(notes, "vCPU 0 of 'b' stays beside its trust group: the whole idle "
-                               "cores are off its node or memory nodes"));
+    ck_assert(vpFixNotesHave(notes, "vCPU 0 of 'b' stays beside its trust group: the whole idle "
+                                    "cores are off its node or memory nodes"));
     g_ptr_array_unref(moves);
 
     regroup(ledger, "a", a, 1, both, NULL);
     regroup(ledger, "b", b, 1, both, NULL);
     moves = run(rb, p, ledger, 21, 40, notes);
     ck_assert_uint_eq(moves->len, 0);
-    ck_assert(notesHave(notes, "vCPU 0 of 'b' stays beside its trust group"));
+    ck_assert(vpFixNotesHave(notes, "vCPU 0 of 'b' stays beside its trust group"));
     g_ptr_array_unref(moves);
 
     vpLedgerRemove(ledger, "i");
@@ -306,8 +285,8 @@ START_TEST(test_group_reexpand_goes_home)
     const int a[] = {0, 6}, z[] = {2};
     const vpMove *m;
 
-    vpFixAddPlan(ledger, grouped(topo, "a", "tg", a, 2));
-    vpFixAddPlan(ledger, grouped(topo, "z", "tg", z, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "a", "spread", "tg", a, 2));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "z", "spread", "tg", z, 1));
     moves = run(rb, p, ledger, 1, 100, NULL);
     ck_assert_uint_eq(moves->len, 1);
     m = g_ptr_array_index(moves, 0);
@@ -333,8 +312,8 @@ START_TEST(test_group_reexpand_after_hotspots)
     const int a[] = {0}, b[] = {4}, h[] = {1}, x[] = {2};
     int hot_at = -1, back_at = -1;
 
-    vpFixAddPlan(ledger, grouped(topo, "a", "tg", a, 1));
-    vpFixAddPlan(ledger, grouped(topo, "b", "tg", b, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "a", "spread", "tg", a, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "b", "spread", "tg", b, 1));
     vpFixAddPlan(ledger, vpFixPlan(topo, "h", "spread", NULL, h, 1, NULL, 0));
     vpFixAddPlan(ledger, vpFixPlan(topo, "x", "spread", NULL, x, 1, NULL, 0));
     for (int t = 1; t <= 40; t++) {
@@ -377,10 +356,10 @@ START_TEST(test_group_reexpand_rate_limited)
     vpRebalanceConfigInit(&rcfg);
     rcfg.max_moves = 1;
     rb = vpRebalancerNew(&rcfg);
-    vpFixAddPlan(ledger, grouped(topo, "a", "tg", a, 1));
-    vpFixAddPlan(ledger, grouped(topo, "b", "tg", b, 1));
-    vpFixAddPlan(ledger, grouped(topo, "c", "tg2", c, 1));
-    vpFixAddPlan(ledger, grouped(topo, "d", "tg2", d, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "a", "spread", "tg", a, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "b", "spread", "tg", b, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "c", "spread", "tg2", c, 1));
+    vpFixAddPlan(ledger, vpFixGroupPlan(topo, "d", "spread", "tg2", d, 1));
     vpFixAddPlan(ledger, vpFixPlan(topo, "i", "isolate", NULL, i, 1, ires, 1));
     for (int t = 1; t <= 140; t++) {
         g_autoptr(GPtrArray) m = run(rb, p, ledger, t, t, notes);
@@ -392,7 +371,7 @@ START_TEST(test_group_reexpand_rate_limited)
         if (first < 0) {
             first = t;
             ck_assert_str_eq(((vpMove *)g_ptr_array_index(m, 0))->domain, "a");
-            ck_assert(notesHave(notes, "of 'c' re-expands in a later pass: 1 moves per pass"));
+            ck_assert(vpFixNotesHave(notes, "of 'c' re-expands in a later pass: 1 moves per pass"));
         } else {
             second = t;
             ck_assert_str_eq(((vpMove *)g_ptr_array_index(m, 0))->domain, "c");
