@@ -15,13 +15,14 @@ fail() {
     failed=1
 }
 
-# includes DIR: "file:line:header" for every #include in plugin/DIR, quoted headers as
-# written ("core/plan.h"; a bare "plan.h" is DIR's own), angle ones as <name>.
+# includes DIR: "file:line:header" for every #include in plugin/DIR and its folders, quoted
+# headers as written ("core/model/plan.h"; a bare "plan.h" is its own folder's), angle ones
+# as <name>.
 includes() {
     [ -d "$src/plugin/$1" ] || return 0
-    (cd "$src" && grep -HnE '^[[:space:]]*#[[:space:]]*include' plugin/"$1"/*.[ch]) |
+    (cd "$src" && grep -rHnE --include='*.[ch]' '^[[:space:]]*#[[:space:]]*include' plugin/"$1") |
         sed -E 's|:[[:space:]]*#[[:space:]]*include[[:space:]]*|:|; s|[[:space:]]*(/[*/].*)?$||' |
-        sed -E 's|^(plugin/[^/]+/[^/:]+:[0-9]+):"([^/"]+)"$|\1:"'"$1"'/\2"|'
+        sed -E 's|^plugin/(.+)/([^/:]+:[0-9]+):"([^/"]+)"$|plugin/\1/\2:"\1/\3"|'
 }
 
 # forbid DIR WHY ERE: fails for each include of DIR whose header matches ERE.

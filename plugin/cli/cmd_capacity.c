@@ -1,12 +1,12 @@
 /*
- * vcpuplace capacity: the host's capacity (core/capacity.h) for a list of vCPU counts, as
+ * vcpuplace capacity: the host's capacity (core/place/capacity.h) for a list of vCPU counts, as
  * text or JSON, offline or from the running daemon's topology and ledger.
  */
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/live.h"
-#include "core/capacity.h"
-#include "core/error.h"
+#include "core/place/capacity.h"
+#include "core/model/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

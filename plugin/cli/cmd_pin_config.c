@@ -7,7 +7,7 @@
  */
 #include "cli/commands.h"
 #include "cli/live.h"
-#include "core/plan.h"
+#include "core/model/plan.h"
 #include "proto/proto.h"
 #include "libvirt/connection.h"
 #include "libvirt/pinning.h"

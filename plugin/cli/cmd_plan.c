@@ -5,8 +5,8 @@
  */
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/compact.h"
-#include "core/placer.h"
+#include "core/place/compact.h"
+#include "core/place/placer.h"
 #include "host/ledgerfile.h"
 #include "libvirt/domxml.h"
 

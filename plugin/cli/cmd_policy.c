@@ -8,7 +8,7 @@
  */
 #include "cli/commands.h"
 #include "cli/live.h"
-#include "core/policy.h"
+#include "core/model/policy.h"
 #include "libvirt/connection.h"
 #include "libvirt/domxml.h"
 

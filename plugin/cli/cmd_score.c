@@ -18,8 +18,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/trace.h"
-#include "core/jsonkeys.h"
-#include "core/score.h"
+#include "core/codec/jsonkeys.h"
+#include "core/place/score.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,9 +8,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/trace.h"
-#include "core/compact.h"
-#include "core/placer.h"
-#include "core/score.h"
+#include "core/place/compact.h"
+#include "core/place/placer.h"
+#include "core/place/score.h"
 #include "host/ledgerfile.h"
 
 #include <stdio.h>

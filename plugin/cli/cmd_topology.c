@@ -8,8 +8,8 @@
 #include "cli/common.h"
 #include "cli/live.h"
 #include "cli/picture.h"
-#include "core/ledger.h"
-#include "core/request.h"
+#include "core/model/ledger.h"
+#include "core/model/request.h"
 
 #include <stdio.h>
 

@@ -5,9 +5,9 @@
 #include "cli/common.h"
 
 #include "conf/conf.h"
-#include "core/jsonkeys.h"
+#include "core/codec/jsonkeys.h"
 #include "host/ledgerfile.h"
-#include "core/request.h"
+#include "core/model/request.h"
 #include "host/hwtopo.h"
 
 #include <stdio.h>

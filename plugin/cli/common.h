@@ -5,9 +5,9 @@
 #pragma once
 
 #include "conf/conf.h"
-#include "core/ledger.h"
-#include "core/policy.h"
-#include "core/topology.h"
+#include "core/model/ledger.h"
+#include "core/model/policy.h"
+#include "core/model/topology.h"
 
 #include <json-glib/json-glib.h>
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "cli/common.h"
-#include "core/ledger.h"
+#include "core/model/ledger.h"
 
 #include <glib.h>
 #include <json-glib/json-glib.h>

@@ -6,7 +6,7 @@
  * not factorized, so every PU is drawn.
  */
 #include "cli/picture.h"
-#include "core/error.h"
+#include "core/model/error.h"
 #include "host/hwtopo.h"
 
 #include <glib/gstdio.h>

@@ -4,8 +4,8 @@
  */
 #pragma once
 
-#include "core/ledger.h"
-#include "core/topology.h"
+#include "core/model/ledger.h"
+#include "core/model/topology.h"
 
 #include <glib.h>
 

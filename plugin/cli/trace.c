@@ -3,10 +3,10 @@
  * errors name the key and the value.
  */
 #include "cli/trace.h"
-#include "core/jsonkeys.h"
+#include "core/codec/jsonkeys.h"
 
-#include "core/jsonparse.h"
-#include "core/topology.h"
+#include "core/codec/jsonparse.h"
+#include "core/model/topology.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include "core/request.h"
+#include "core/model/request.h"
 
 #include <json-glib/json-glib.h>
 

@@ -13,7 +13,7 @@
 
 #define MS "milliseconds"
 
-/* Choices in the order messages list them; [policy]'s are core/policy.c's (a unit test
+/* Choices in the order messages list them; [policy]'s are core/model/policy.c's (a unit test
  * holds the two together). Defaults as core and the daemon set them. */
 #define K(g, k, t, ...)                                                                            \
     {                                                                                              \

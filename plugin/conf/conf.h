@@ -50,7 +50,7 @@ typedef struct {
     bool zero_off;
     const char *unit; /* "milliseconds", "seconds": said in the range message */
     const char *def;  /* the built-in default as it would be written; NULL: none */
-    int split_max;    /* CHOICE: also "numa:N", N in 2..split_max (core/policy.h's split) */
+    int split_max;    /* CHOICE: also "numa:N", N in 2..split_max (core/model/policy.h's split) */
 } vpConfKey;
 
 /* The table, ending with a NULL key. */

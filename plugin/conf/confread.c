@@ -127,7 +127,7 @@ rawValue(const Parser *p, int *len)
     return s;
 }
 
-/* N of "numa:N": digits without a leading zero, 2..max (as core/policy.c reads it). */
+/* N of "numa:N": digits without a leading zero, 2..max (as core/model/policy.c reads it). */
 static bool
 splitValid(const char *digits, int max)
 {

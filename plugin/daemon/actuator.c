@@ -6,7 +6,7 @@
  */
 #include "daemon/actuator.h"
 #include "daemon/log.h"
-#include "core/rebalance.h"
+#include "core/balance/rebalance.h"
 #include "libvirt/pinning.h"
 
 #include <string.h>

@@ -32,7 +32,7 @@ gboolean vpActuatorConnected(const vpActuator *a);
  * failure the connection is checked (vpVirConnCheck). */
 char *vpActuatorPin(vpActuator *a, virDomainPtr dom, const vpPlan *plan);
 
-/* Moves vCPUs of running domains: moves is an ordered array of vpMove (core/rebalance.h:
+/* Moves vCPUs of running domains: moves is an ordered array of vpMove (core/balance/rebalance.h:
  * domain, vcpu, from and to as Linux CPU numbers), one or several domains, applied as one.
  *
  *  1. The ledger takes every move first (vpManagerMove: all or nothing, the emulator and

@@ -6,7 +6,7 @@
  */
 #include "daemon/admission.h"
 #include "daemon/log.h"
-#include "core/rebalance.h"
+#include "core/balance/rebalance.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /*
  * Admission with room made (DESIGN.md "Making room"): the hook's reserve, answered on the
  * socket thread from the manager, may find that a few moves of running vCPUs
- * (core/compact.h) let the start be placed, or placed better. Those moves call libvirt,
+ * (core/place/compact.h) let the start be placed, or placed better. Those moves call libvirt,
  * which only the main loop does: the socket thread hands them over and waits, the state
  * lock let go, at most half of the hook's timeout, while the main loop makes them through
  * the actuator (ledger first, pin, read back, roll back). Only then is the new domain

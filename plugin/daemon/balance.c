@@ -6,7 +6,7 @@
  * move libvirt does not take leaves the ledger as it was and the old pins are put back.
  */
 #include "daemon/balance.h"
-#include "core/rebalance.h"
+#include "core/balance/rebalance.h"
 #include "proto/proto.h"
 #include "host/monitor.h"
 #include "host/threads.h"

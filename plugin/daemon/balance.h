@@ -14,7 +14,7 @@
  */
 #pragma once
 
-#include "core/pressure.h"
+#include "core/balance/pressure.h"
 #include "daemon/actuator.h"
 #include "daemon/config.h"
 

@@ -33,11 +33,11 @@
  *   interval=1                    seconds between samples of the vCPU threads (0.1..3600)
  *   textfile=PATH.prom            Prometheus metrics rewritten each interval (node_exporter's
  *                                 textfile collector); default none
- *   persistence=5 hot_wait=0.1 ...  the pressure model's keys (core/pressure.h)
- *   max_moves=2 min_residency=60 ...  the rebalancer's keys (core/rebalance.h)
+ *   persistence=5 hot_wait=0.1 ...  the pressure model's keys (core/balance/pressure.h)
+ *   max_moves=2 min_residency=60 ...  the rebalancer's keys (core/balance/rebalance.h)
  *   [admission]
  *   max_moves=2                   running vCPUs one start may move to make room for it
- *                                 (core/compact.h); 0: never move, refuse or degrade
+ *                                 (core/place/compact.h); 0: never move, refuse or degrade
  *
  * Unknown groups and keys are errors naming them: a typo must not silently change policy.
  * Built-in defaults are the table's.
@@ -45,11 +45,11 @@
 #pragma once
 
 #include "conf/conf.h"
-#include "core/compact.h"
-#include "core/policy.h"
-#include "core/pressure.h"
-#include "core/rebalance.h"
-#include "core/topology.h"
+#include "core/place/compact.h"
+#include "core/model/policy.h"
+#include "core/balance/pressure.h"
+#include "core/balance/rebalance.h"
+#include "core/model/topology.h"
 
 typedef enum { VP_HOOK_FAIL_OPEN = 0, VP_HOOK_FAIL_CLOSED } vpHookFailure;
 typedef enum { VP_BALANCE_AUTO = 0, VP_BALANCE_ADVISE, VP_BALANCE_OFF } vpBalanceMode;

@@ -1,5 +1,5 @@
 /*
- * The daemon's cookie passes: observe, decide (core/cookieplan.h), act, observe again.
+ * The daemon's cookie passes: observe, decide (core/place/cookieplan.h), act, observe again.
  *
  * A pass covers every running domain at once, because a trust group's cookie and the rule
  * "no two untrusted VMs share a cookie" are about several domains together. Threads are
@@ -10,7 +10,7 @@
  */
 #include "daemon/cookies.h"
 #include "daemon/log.h"
-#include "core/cookieplan.h"
+#include "core/place/cookieplan.h"
 #include "host/cookieapply.h"
 #include "libvirt/domxml.h"
 

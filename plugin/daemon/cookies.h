@@ -1,7 +1,7 @@
 /*
  * Core-scheduling cookies for the running domains vcpuplaced manages: whenever a domain is
  * placed, released or changes shape, a pass on the main loop reads every QEMU thread's
- * cookie, asks core/cookieplan.h what each domain must carry, sets it with prctl
+ * cookie, asks core/place/cookieplan.h what each domain must carry, sets it with prctl
  * (host/coresched.h), reads it back, and keeps the per-thread result for `vcpuplace
  * status`. A kernel that cannot set cookies is reported once in the log and per thread in
  * the status; placement goes on regardless.

@@ -1,6 +1,6 @@
 /*
  * vCPUs added to or removed from running domains (`virsh setvcpus DOMAIN N --live`): the
- * plan is resized (core/grow.h), the new vCPU pinned through libvirt and given the
+ * plan is resized (core/place/grow.h), the new vCPU pinned through libvirt and given the
  * domain's cookie. Two ways to notice, both kept: QEMU's VCPU_THREAD_CREATED event through
  * libvirt (libvirt/qemuevents.h; only QEMU with qemu-patches/ sends it), which places the
  * vCPU at once, and re-reading each running domain's vCPU count every vcpu_poll_ms, since

@@ -5,10 +5,10 @@
  */
 #include "daemon/manager.h"
 #include "daemon/log.h"
-#include "core/compact.h"
-#include "core/grow.h"
-#include "core/placer.h"
-#include "core/rebalance.h"
+#include "core/place/compact.h"
+#include "core/place/grow.h"
+#include "core/place/placer.h"
+#include "core/balance/rebalance.h"
 #include "host/ledgerfile.h"
 
 #include <string.h>

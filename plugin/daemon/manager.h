@@ -8,13 +8,13 @@
  */
 #pragma once
 
-#include "core/compact.h"
-#include "core/ledger.h"
-#include "core/livepins.h"
-#include "core/plan.h"
-#include "core/policy.h"
-#include "core/request.h"
-#include "core/topology.h"
+#include "core/place/compact.h"
+#include "core/model/ledger.h"
+#include "core/model/livepins.h"
+#include "core/model/plan.h"
+#include "core/model/policy.h"
+#include "core/model/request.h"
+#include "core/model/topology.h"
 
 #include <json-glib/json-glib.h>
 
@@ -74,7 +74,7 @@ void vpManagerSaveFailed(vpManager *m);
  * (VP_ERROR_REFUSED; a sync of it settles a stale record). Refusal: VP_ERROR_REFUSED. */
 const vpPlan *vpManagerReserve(vpManager *m, const char *name, const vpRequest *req,
                                GError **error);
-/* The same in two halves, for moves that make room (core/compact.h, at most
+/* The same in two halves, for moves that make room (core/place/compact.h, at most
  * cfg->max_moves): vpManagerAdmit() checks the request as above, forgets a stale record,
  * and returns where the domain would go with the moves to make first (plan->moves);
  * nothing is recorded. Once the ledger holds the moves (daemon/actuator.h), or when there
@@ -125,7 +125,7 @@ gboolean vpManagerMove(vpManager *m, GPtrArray *moves, GError **error);
  * reason. */
 gboolean vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GError **error);
 /* The domain's vCPU count changed while it runs (hotplug): its plan grows or shrinks
- * (core/grow.h), state applying until the daemon has pinned it. The domain's own <cputune>
+ * (core/place/grow.h), state applying until the daemon has pinned it. The domain's own <cputune>
  * pins are not vcpuplace's to resize: VP_ERROR_INVALID. req: the domain's request, which
  * keeps new vCPUs on its memory's nodes (NULL: unknown, see vpPlanResize()). */
 gboolean vpManagerResize(vpManager *m, const char *name, const vpRequest *req, unsigned nvcpus,

@@ -4,8 +4,8 @@
  * label values the double quote.
  */
 #include "daemon/metrics.h"
-#include "core/capacity.h"
-#include "core/pressure.h"
+#include "core/place/capacity.h"
+#include "core/balance/pressure.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -381,7 +381,7 @@ vpCapacityCacheComputations(const vpCapacityCache *cache)
     return cache->computations;
 }
 
-/* The capacity gauges, from core/capacity.c as `vcpuplace capacity` computes them, for the
+/* The capacity gauges, from core/place/capacity.c as `vcpuplace capacity` computes them, for the
  * configuration's vCPU counts ([daemon] capacity_vcpus). A failure leaves the family
  * without samples and is logged. */
 static void

@@ -12,7 +12,7 @@
 #include "daemon/cookies.h"
 #include "daemon/config.h"
 #include "daemon/manager.h"
-#include "core/capacity.h"
+#include "core/place/capacity.h"
 
 #include <glib.h>
 

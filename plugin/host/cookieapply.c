@@ -6,7 +6,7 @@
  * the first vCPU thread and shared to the others.
  */
 #include "host/cookieapply.h"
-#include "core/error.h"
+#include "core/model/error.h"
 #include "host/threads.h"
 
 static void

@@ -1,12 +1,12 @@
 /*
- * core/cookieplan.h's decisions carried out on real threads: what a VM's threads carry,
+ * core/place/cookieplan.h's decisions carried out on real threads: what a VM's threads carry,
  * read with PR_SCHED_CORE_GET, and its CREATE and SHARE steps done with prctl
  * (host/coresched.h). The daemon has it find the threads of QEMU processes; the guest tier
  * hands it stand-ins on a SCHED_CORE kernel.
  */
 #pragma once
 
-#include "core/cookieplan.h"
+#include "core/place/cookieplan.h"
 #include "host/coresched.h"
 
 #include <glib.h>

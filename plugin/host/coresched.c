@@ -9,7 +9,7 @@
  */
 #include "host/coresched.h"
 
-#include "core/topology.h"
+#include "core/model/topology.h"
 
 #include <errno.h>
 #include <string.h>

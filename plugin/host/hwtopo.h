@@ -8,7 +8,7 @@
  */
 #pragma once
 
-#include "core/topology.h"
+#include "core/model/topology.h"
 
 vpTopology *vpHwtopoLoad(const char *source, hwloc_const_bitmap_t host,
                          hwloc_const_bitmap_t housekeeping, GError **error);

@@ -3,7 +3,7 @@
  * load reads only regular files, and no more than a ledger can be.
  */
 #include "host/ledgerfile.h"
-#include "core/error.h"
+#include "core/model/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 /*
  * The ledger on disk: the daemon's state file, and the CLI's --ledger files. The text is
- * core/ledger.h's; this module only reads, writes and moves files.
+ * core/model/ledger.h's; this module only reads, writes and moves files.
  */
 #pragma once
 
-#include "core/ledger.h"
+#include "core/model/ledger.h"
 
 /* Atomic: temp file in the same directory, fsync, rename, fsync the directory. Mode 0600. */
 gboolean vpLedgerFileSave(const vpLedger *ledger, const char *path, GError **error);

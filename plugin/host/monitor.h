@@ -16,7 +16,7 @@
  */
 #pragma once
 
-#include "core/pressure.h"
+#include "core/balance/pressure.h"
 #include <sys/types.h>
 
 typedef enum {

@@ -1,5 +1,5 @@
 #include "host/procstat.h"
-#include "core/error.h"
+#include "core/model/error.h"
 
 #include <errno.h>
 #include <string.h>

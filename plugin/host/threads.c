@@ -5,7 +5,7 @@
  */
 #include "host/threads.h"
 #include "host/procstat.h"
-#include "core/error.h"
+#include "core/model/error.h"
 
 #include <errno.h>
 #include <string.h>

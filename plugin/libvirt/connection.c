@@ -4,7 +4,7 @@
  * idle source, which then arms the reconnect timer.
  */
 #include "libvirt/connection.h"
-#include "core/topology.h"
+#include "core/model/topology.h"
 
 #include <libvirt-glib/libvirt-glib.h>
 #include <libvirt/virterror.h>

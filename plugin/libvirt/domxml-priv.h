@@ -6,7 +6,7 @@
  */
 #pragma once
 
-#include "core/topology.h"
+#include "core/model/topology.h"
 #include "libvirt/domxml.h"
 
 #include <libxml/parser.h>

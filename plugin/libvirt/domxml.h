@@ -6,8 +6,8 @@
  */
 #pragma once
 
-#include "core/plan.h"
-#include "core/request.h"
+#include "core/model/plan.h"
+#include "core/model/request.h"
 
 #define VP_DOMXML_MAX_BYTES (4 * 1024 * 1024)
 /* Within the size, what a document may hold before libxml2 sees it: libxml2 2.9 checks

@@ -1,6 +1,6 @@
 /*
  * Plan -> virDomainPinVcpuFlags / PinEmulator / PinIOThread, and libvirt's live pins ->
- * core/livepins.h.
+ * core/model/livepins.h.
  * libvirt's cpumaps are byte arrays, one bit per host CPU; hwloc bitmaps hold the same
  * Linux numbers, so conversion is bit by bit.
  */

@@ -4,8 +4,8 @@
  */
 #pragma once
 
-#include "core/livepins.h"
-#include "core/plan.h"
+#include "core/model/livepins.h"
+#include "core/model/plan.h"
 #include <libvirt/libvirt.h>
 
 /* What libvirt reports as applied to a running domain. flags: VIR_DOMAIN_AFFECT_LIVE, or

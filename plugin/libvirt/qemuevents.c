@@ -4,9 +4,9 @@
  * asked for (the filter is exact, not a regex).
  */
 #include "libvirt/qemuevents.h"
-#include "core/error.h"
+#include "core/model/error.h"
 
-#include "core/jsonparse.h"
+#include "core/codec/jsonparse.h"
 
 #include <json-glib/json-glib.h>
 #include <libvirt/libvirt-qemu.h>

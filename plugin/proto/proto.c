@@ -5,8 +5,8 @@
  */
 #include "proto/proto.h"
 
-#include "core/jsonkeys.h"
-#include "core/jsonparse.h"
+#include "core/codec/jsonkeys.h"
+#include "core/codec/jsonparse.h"
 
 #include <gio/gunixsocketaddress.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  * into the results directory (argument, else $VP_BENCH_RESULTS, else the current directory). Not a
  * test: nothing here passes or fails on time.
  */
-#include "core/rebalance.h"
+#include "core/balance/rebalance.h"
 #include "host/hwtopo.h"
 
 #include <stdio.h>

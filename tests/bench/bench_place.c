@@ -8,8 +8,8 @@
  * make moves legal ("compaction_smt"). Prints tables and writes JSON (argv[1], default
  * bench-place.json). Not a test: nothing here passes or fails on time.
  */
-#include "core/compact.h"
-#include "core/placer.h"
+#include "core/place/compact.h"
+#include "core/place/placer.h"
 #include "host/hwtopo.h"
 
 #include <json-glib/json-glib.h>

@@ -440,7 +440,7 @@ def main():
              f"({os.cpu_count()} CPUs, {platform.machine()}, Linux {platform.release()}). "
              f"Seed {compare['seed']}, {compare['churn']} churn events after each fill. All "
              "figures below come from this one run; every metric is computed by the one C "
-             "scorer (`plugin/core/score.c`), through `vcpuplace simulate` for vcpuplace and "
+             "scorer (`plugin/core/place/score.c`), through `vcpuplace simulate` for vcpuplace and "
              "`vcpuplace score` for the baselines.", ""]
     lines += [f"- {n}" for n in args.note]
     if args.note:

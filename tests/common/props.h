@@ -15,8 +15,8 @@
  */
 #pragma once
 
-#include "core/ledger.h"
-#include "core/request.h"
+#include "core/model/ledger.h"
+#include "core/model/request.h"
 
 /* ledger: what was held before the plan (the plan is not in it yet). */
 gboolean vpCheckPlan(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,

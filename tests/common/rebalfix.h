@@ -5,7 +5,7 @@
  */
 #pragma once
 
-#include "core/rebalance.h"
+#include "core/balance/rebalance.h"
 
 #include <stdbool.h>
 

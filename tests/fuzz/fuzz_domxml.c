@@ -5,7 +5,7 @@
  * record and the pins it names), whose output must parse as a domain with no pins left
  * of those it took out.
  */
-#include "core/placer.h"
+#include "core/place/placer.h"
 #include "fuzz.h"
 #include "host/hwtopo.h"
 #include "libvirt/domxml.h"

@@ -1,8 +1,8 @@
 /* The ledger file the daemon reloads after a crash: corrupt files must be refused cleanly. */
-#include "core/ledger.h"
+#include "core/model/ledger.h"
 #include "fuzz.h"
 #include "host/hwtopo.h"
-#include "core/jsonparse.h"
+#include "core/codec/jsonparse.h"
 
 static vpTopology *topo;
 

@@ -9,7 +9,7 @@
  * requests, the server closes once the peer has half-closed, and the ledger never holds a
  * PU twice.
  */
-#include "core/ledger.h"
+#include "core/model/ledger.h"
 #include "daemon/daemon.h"
 #include "proto/proto.h"
 #include "fuzz.h"

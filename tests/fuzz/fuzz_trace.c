@@ -1,6 +1,6 @@
 /* simulate's JSON-lines trace: one line parsed, and a start placed. */
 #include "cli/trace.h"
-#include "core/placer.h"
+#include "core/place/placer.h"
 #include "fuzz.h"
 #include "host/hwtopo.h"
 

@@ -15,10 +15,10 @@
  *   VP_REGENERATE=1      rewrite expected.json from the current placer, to review as a diff
  */
 #include "cli/trace.h"
-#include "core/compact.h"
-#include "core/placer.h"
+#include "core/place/compact.h"
+#include "core/place/placer.h"
 #include "host/hwtopo.h"
-#include "core/request.h"
+#include "core/model/request.h"
 #include "libvirt/domxml.h"
 #include "goldencheck.h"
 #include "props.h"

@@ -16,7 +16,7 @@
  *   [pressure] persistence=N      [rebalance] max_moves=N return_quiet=N
  *   VP_REGENERATE=1               rewrite expected.json from the current rebalancer
  */
-#include "core/rebalance.h"
+#include "core/balance/rebalance.h"
 #include "goldencheck.h"
 #include "rebalfix.h"
 

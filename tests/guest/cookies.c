@@ -8,7 +8,7 @@
  * group; vm-b is alone and asks for cookies on its vCPU threads only. This process plays
  * the daemon and must keep no cookie of its own.
  */
-#include "core/topology.h"
+#include "core/model/topology.h"
 #include "host/coresched.h"
 #include "report.h"
 

@@ -23,7 +23,7 @@
  * nosmt, the kernel's refusal (ENODEV) makes every domain "no-smt" and nothing is set.
  */
 #include "daemon/cookies.h"
-#include "core/policy.h"
+#include "core/model/policy.h"
 #include "daemon/daemon.h"
 #include "host/coresched.h"
 #include "report.h"

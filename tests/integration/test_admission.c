@@ -8,7 +8,7 @@
  */
 #include "harness.h"
 
-#include "core/ledger.h"
+#include "core/model/ledger.h"
 #include "daemon/actuator.h"
 #include "daemon/admission.h"
 #include "daemon/balance.h"

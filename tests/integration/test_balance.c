@@ -11,7 +11,7 @@
  */
 #include "harness.h"
 
-#include "core/ledger.h"
+#include "core/model/ledger.h"
 #include "daemon/actuator.h"
 #include "host/ledgerfile.h"
 #include "daemon/balance.h"

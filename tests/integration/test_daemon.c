@@ -10,7 +10,7 @@
  */
 #include "harness.h"
 
-#include "core/ledger.h"
+#include "core/model/ledger.h"
 #include "host/ledgerfile.h"
 #include "daemon/daemon.h"
 #include "proto/proto.h"

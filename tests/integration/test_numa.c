@@ -9,7 +9,7 @@
 #include "checkmain.h"
 #include "harness.h"
 
-#include "core/ledger.h"
+#include "core/model/ledger.h"
 #include "daemon/manager.h"
 #include "libvirt/pinning.h"
 

@@ -4,10 +4,10 @@
  * its table agrees with core's names, ranges and defaults.
  */
 #include "conf/conf.h"
-#include "core/policy.h"
-#include "core/pressure.h"
-#include "core/rebalance.h"
-#include "core/topology.h"
+#include "core/model/policy.h"
+#include "core/balance/pressure.h"
+#include "core/balance/rebalance.h"
+#include "core/model/topology.h"
 
 #include "checkmain.h"
 

@@ -9,7 +9,7 @@
  * cookie that only its own set carries is kept; coresched=off VMs are never touched; a
  * second decision finds nothing left to do.
  */
-#include "core/cookieplan.h"
+#include "core/place/cookieplan.h"
 #include "checkmain.h"
 
 #include <check.h>

@@ -8,7 +8,7 @@
  */
 #include "host/coresched.h"
 
-#include "core/topology.h"
+#include "core/model/topology.h"
 #include "checkmain.h"
 
 #include <check.h>

@@ -6,7 +6,7 @@
  */
 #include "libvirt/domxml.h"
 
-#include "core/topology.h"
+#include "core/model/topology.h"
 #include "checkmain.h"
 
 #include <check.h>

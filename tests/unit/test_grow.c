@@ -4,7 +4,7 @@
  * is said. Synthetic topologies number siblings adjacently: with "l3:2 core:2 pu:2", L3 0
  * holds cores {0,1} and {2,3}, L3 1 holds {4,5} and {6,7}.
  */
-#include "core/grow.h"
+#include "core/place/grow.h"
 #include "host/hwtopo.h"
 #include "checkmain.h"
 

@@ -1,5 +1,5 @@
-/* The bounds every outside JSON text gets before json-glib sees it (core/jsonparse.h). */
-#include "core/jsonparse.h"
+/* The bounds every outside JSON text gets before json-glib sees it (core/codec/jsonparse.h). */
+#include "core/codec/jsonparse.h"
 #include "proto/proto.h"
 
 #include "checkmain.h"

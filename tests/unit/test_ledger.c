@@ -4,7 +4,7 @@
  * file round-trips, is written 0600 and atomically (a save that fails midway leaves the
  * old file), and a corrupt, truncated or foreign file is an error naming it.
  */
-#include "core/ledger.h"
+#include "core/model/ledger.h"
 #include "host/ledgerfile.h"
 #include "checkmain.h"
 

@@ -2,7 +2,7 @@
  * Live pins against a plan: the reconcile's questions answered on plain sets, as libvirt's
  * adapter would fill them in.
  */
-#include "core/livepins.h"
+#include "core/model/livepins.h"
 
 #include "checkmain.h"
 

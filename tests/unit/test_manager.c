@@ -3,7 +3,7 @@
  * parses it) against live pins, and a move libvirt did not take is undone in the ledger,
  * all or nothing, unless the record changed hands meanwhile.
  */
-#include "core/rebalance.h"
+#include "core/balance/rebalance.h"
 #include "daemon/manager.h"
 
 #include "checkmain.h"

@@ -3,7 +3,7 @@
  * plans that say what was relaxed, trust groups, determinism, and long random churn on
  * several machines with every plan checked against the properties of tests/common/props.h.
  */
-#include "core/placer.h"
+#include "core/place/placer.h"
 #include "host/hwtopo.h"
 #include "props.h"
 #include "checkmain.h"

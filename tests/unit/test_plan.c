@@ -3,7 +3,7 @@
  * coordinates, round trip), the reader's refusal of anything it would not have written,
  * and the human-readable form.
  */
-#include "core/plan.h"
+#include "core/model/plan.h"
 #include "checkmain.h"
 
 #include <check.h>

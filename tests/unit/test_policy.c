@@ -3,9 +3,9 @@
  * schema names parses back to itself, and every bad value or key is refused with a
  * message that names it.
  */
-#include "core/policy.h"
+#include "core/model/policy.h"
 
-#include "core/topology.h"
+#include "core/model/topology.h"
 #include "checkmain.h"
 
 #include <check.h>

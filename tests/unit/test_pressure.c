@@ -4,7 +4,7 @@
  * the JSON lines format of recorded series (every recorded file parses; bad input is
  * refused naming field and value) and the configuration.
  */
-#include "core/pressure.h"
+#include "core/balance/pressure.h"
 #include "checkmain.h"
 
 #include <check.h>

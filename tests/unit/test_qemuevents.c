@@ -4,7 +4,7 @@
  * vCPU, and anything else is refused with the member named.
  */
 #include "libvirt/qemuevents.h"
-#include "core/error.h"
+#include "core/model/error.h"
 #include "checkmain.h"
 
 #include <check.h>

@@ -4,7 +4,7 @@
  * ever breaking a domain's policy on random ledgers. Situations that are one set of
  * counter intervals are golden data: tests/golden/rebalance.
  */
-#include "core/rebalance.h"
+#include "core/balance/rebalance.h"
 #include "rebalfix.h"
 #include "checkmain.h"
 

@@ -6,8 +6,8 @@
  * domain goes back onto a whole core once one frees, only one of its own node, memory nodes
  * and cpuset, after the pass's hotspots, within its max_moves, and never again after.
  */
-#include "core/compact.h"
-#include "core/rebalance.h"
+#include "core/place/compact.h"
+#include "core/balance/rebalance.h"
 #include "rebalfix.h"
 #include "checkmain.h"
 

@@ -5,7 +5,7 @@
  * ledger shows them apart and no longer overcommitted, and a steady load afterwards moves
  * nothing.
  */
-#include "core/rebalance.h"
+#include "core/balance/rebalance.h"
 #include "checkmain.h"
 
 #include <check.h>

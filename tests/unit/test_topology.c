@@ -3,7 +3,7 @@
  * from CPU numbers; irregular machines (offline CPUs, hybrid cores, disallowed CPUs, SMT4
  * and SMT8, no SMT) load into the model the placer expects.
  */
-#include "core/topology.h"
+#include "core/model/topology.h"
 #include "host/hwtopo.h"
 #include "checkmain.h"
 

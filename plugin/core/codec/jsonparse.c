@@ -1,0 +1,159 @@
+/*
+ * The scan follows JSON's lexical structure only (strings, numbers, brackets); json-glib
+ * still checks the grammar. It runs in one pass over text that is at most a few MiB.
+ */
+#include "core/codec/jsonparse.h"
+
+#include <math.h>
+#include <string.h>
+
+GQuark
+vpJsonErrorQuark(void)
+{
+    return g_quark_from_static_string("vp-json-error-quark");
+}
+
+static gboolean
+scanFail(GError **error, gsize at, const char *what)
+{
+    g_set_error(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID, "at byte %zu: %s", at, what);
+    return FALSE;
+}
+
+/* A string starting at text[*i] == '"': moves *i to its closing quote. */
+static gboolean
+scanString(const char *text, gsize len, gsize *i, GError **error)
+{
+    gsize start = *i;
+    for (gsize j = start + 1; j < len; j++) {
+        if (text[j] == '"') {
+            *i = j;
+            return TRUE;
+        }
+        if (text[j] == '\0')
+            return scanFail(error, j, "NUL byte");
+        if (text[j] != '\\')
+            continue;
+        if (j + 5 < len && text[j + 1] == 'u' && memcmp(text + j + 2, "0000", 4) == 0)
+            return scanFail(error, j, "\\u0000 (NUL) in a string");
+        j++;
+    }
+    return scanFail(error, start, "string without its closing quote");
+}
+
+/* A number starting at text[*i]: moves *i to its last character and checks that it fits:
+ * an integer in 64 bits, any other number finite. */
+static gboolean
+scanNumber(const char *text, gsize len, gsize *i, GError **error)
+{
+    gsize start = *i, end = start;
+    gboolean integer = TRUE;
+    while (end < len && text[end] && strchr("0123456789+-.eE", text[end])) {
+        if (!g_ascii_isdigit(text[end]) && text[end] != '-')
+            integer = FALSE;
+        end++;
+    }
+    gsize n = end - start;
+    if (n > VP_JSON_MAX_NUMBER)
+        return scanFail(error, start, "number literal longer than 64 characters");
+    char token[VP_JSON_MAX_NUMBER + 1];
+    memcpy(token, text + start, n);
+    token[n] = '\0';
+    if (integer) {
+        g_autoptr(GError) err = NULL;
+        if (!g_ascii_string_to_signed(token, 10, G_MININT64, G_MAXINT64, NULL, &err) &&
+            g_error_matches(err, G_NUMBER_PARSER_ERROR, G_NUMBER_PARSER_ERROR_OUT_OF_BOUNDS)) {
+            g_autofree char *msg = g_strdup_printf("integer %s is outside 64 bits", token);
+            return scanFail(error, start, msg);
+        }
+    } else {
+        char *rest = NULL;
+        double v = g_ascii_strtod(token, &rest);
+        if (rest != token && !isfinite(v)) {
+            g_autofree char *msg = g_strdup_printf("number %s is not finite", token);
+            return scanFail(error, start, msg);
+        }
+    }
+    *i = end - 1;
+    return TRUE;
+}
+
+/* Returns where the first value ends (after it), or 0 with an error. */
+static gsize
+scanValue(const char *text, gsize len, GError **error)
+{
+    guint depth = 0;
+    gboolean seen = FALSE;
+    for (gsize i = 0; i < len; i++) {
+        char ch = text[i];
+        if (ch == '\0') {
+            scanFail(error, i, "NUL byte");
+            return 0;
+        }
+        if (strchr(" \t\r\n", ch))
+            continue;
+        if (seen && depth == 0)
+            return i;
+        if (ch == '"') {
+            if (!scanString(text, len, &i, error))
+                return 0;
+        } else if (ch == '-' || g_ascii_isdigit(ch)) {
+            if (!scanNumber(text, len, &i, error))
+                return 0;
+        } else if (ch == '{' || ch == '[') {
+            if (++depth > VP_JSON_MAX_DEPTH) {
+                scanFail(error, i, "nested deeper than 32 levels");
+                return 0;
+            }
+        } else if (g_ascii_isalpha(ch)) {
+            while (i + 1 < len && g_ascii_isalnum(text[i + 1]))
+                i++;
+        } else if (ch == '}' || ch == ']') {
+            if (depth == 0) {
+                scanFail(error, i, "closing bracket without its opening one");
+                return 0;
+            }
+            depth--;
+        }
+        seen = TRUE;
+    }
+    return len;
+}
+
+JsonNode *
+vpJsonParse(const char *text, gssize len, GError **error)
+{
+    gsize n = len < 0 ? strlen(text) : (gsize)len;
+    gsize end = scanValue(text, n, error);
+    if (end == 0 && n > 0)
+        return NULL;
+    if (end < n) {
+        scanFail(error, end, "more after its JSON value (one value per text)");
+        return NULL;
+    }
+    g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    g_autoptr(GError) err = NULL;
+    if (!json_parser_load_from_data(parser, text, n, &err)) {
+        g_set_error_literal(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID, err->message);
+        return NULL;
+    }
+    JsonNode *root = json_parser_get_root(parser);
+    if (!root) {
+        g_set_error_literal(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID, "empty text");
+        return NULL;
+    }
+    return json_node_ref(root);
+}
+
+JsonObject *
+vpJsonParseObject(const char *text, gssize len, GError **error)
+{
+    g_autoptr(JsonNode) root = vpJsonParse(text, len, error);
+    if (!root)
+        return NULL;
+    if (!JSON_NODE_HOLDS_OBJECT(root)) {
+        g_set_error_literal(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID, "not a JSON object");
+        return NULL;
+    }
+    return json_object_ref(json_node_get_object(root));
+}

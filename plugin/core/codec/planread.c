@@ -1,0 +1,688 @@
+/*
+ * The plan's JSON reader (vpPlanFromJson, plan.h): it accepts nothing the writer would not
+ * have written, every key known, every value typed and in range, and the spelling before
+ * format 1 as well (a ledger written by an older vcpuplaced).
+ */
+#include "core/model/plan.h"
+#include "core/codec/jsonkeys.h"
+#include "core/model/request.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* Linux CPU numbers above this are rejected before they reach a bitmap. */
+#define VP_PLAN_MAX_CPU 65535
+#define VP_PLAN_MAX_VCPUS 4096
+
+/* Reader helpers: each names the field as a path ("vcpus[2].cpu") and the bad value. */
+
+static JsonNode *
+vpPlanMember(JsonObject *obj, const char *field, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, field);
+
+    if (!node)
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is missing", field);
+    return node;
+}
+
+/* A short rendering of a JSON value for error messages. */
+static char *
+vpPlanShow(JsonNode *node)
+{
+    g_autofree char *text = json_to_string(node, FALSE);
+
+    if (strlen(text) > 40)
+        return g_strdup_printf("%.40s...", text);
+    return g_steal_pointer(&text);
+}
+
+static gboolean
+vpPlanGetInt(JsonObject *obj, const char *path, const char *field, gint64 min, gint64 max,
+             gint64 *out, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, field);
+    g_autofree char *shown = NULL;
+
+    if (!node) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s%s is missing", path, field);
+        return FALSE;
+    }
+    if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_INT64) {
+        *out = json_node_get_int(node);
+        if (*out >= min && *out <= max)
+            return TRUE;
+    }
+    shown = vpPlanShow(node);
+    if (min == max)
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s%s=%s, expected %" G_GINT64_FORMAT, path,
+                    field, shown, min);
+    else
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "%s%s=%s, expected an integer in %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT, path,
+                    field, shown, min, max);
+    return FALSE;
+}
+
+static gboolean
+vpPlanGetBool(JsonObject *obj, const char *field, gboolean *out, GError **error)
+{
+    JsonNode *node = vpPlanMember(obj, field, error);
+    g_autofree char *shown = NULL;
+
+    if (!node)
+        return FALSE;
+    if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_BOOLEAN) {
+        *out = json_node_get_boolean(node);
+        return TRUE;
+    }
+    shown = vpPlanShow(node);
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not true or false", field, shown);
+    return FALSE;
+}
+
+/* An index that may be none: null (or -1, as ledgers before format 1 wrote it) gives -1. */
+static gboolean
+vpPlanGetIndex(JsonObject *obj, const char *path, const char *field, gint64 max, gint64 *out,
+               GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, field);
+
+    if (node && JSON_NODE_HOLDS_NULL(node)) {
+        *out = -1;
+        return TRUE;
+    }
+    return vpPlanGetInt(obj, path, field, -1, max, out, error);
+}
+
+/* The member's name in this format, or its name before format 1 (the ledger written by an
+ * older vcpuplaced) when only that is present. */
+static const char *
+vpPlanLegacyName(JsonObject *obj, const char *name, const char *legacy)
+{
+    if (!json_object_has_member(obj, name) && json_object_has_member(obj, legacy))
+        return legacy;
+    return name;
+}
+
+/* A string, or NULL in *out for JSON null when nullable. */
+static gboolean
+vpPlanGetString(JsonObject *obj, const char *path, const char *field, gboolean nullable,
+                const char **out, GError **error)
+{
+    g_autofree char *name = g_strconcat(path, field, NULL);
+    JsonNode *node = json_object_get_member(obj, field);
+    g_autofree char *shown = NULL;
+
+    if (!node) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is missing", name);
+        return FALSE;
+    }
+    if (nullable && JSON_NODE_HOLDS_NULL(node)) {
+        *out = NULL;
+        return TRUE;
+    }
+    if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING) {
+        *out = json_node_get_string(node);
+        return TRUE;
+    }
+    shown = vpPlanShow(node);
+    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not a string%s", name, shown,
+                nullable ? " or null" : "");
+    return FALSE;
+}
+
+static JsonObject *
+vpPlanGetObject(JsonObject *obj, const char *field, GError **error)
+{
+    JsonNode *node = vpPlanMember(obj, field, error);
+
+    if (!node)
+        return NULL;
+    if (!JSON_NODE_HOLDS_OBJECT(node)) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not an object", field, shown);
+        return NULL;
+    }
+    return json_node_get_object(node);
+}
+
+static hwloc_bitmap_t
+vpPlanGetSet(JsonObject *obj, const char *field, GError **error)
+{
+    const char *text;
+    hwloc_bitmap_t set;
+
+    if (!vpPlanGetString(obj, "", field, FALSE, &text, error))
+        return NULL;
+    if (!*text)
+        return hwloc_bitmap_alloc();
+    if (!(set = vpCpuListParse(field, text, error)))
+        return NULL;
+    if (hwloc_bitmap_last(set) > VP_PLAN_MAX_CPU) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' names CPUs above %d", field, text,
+                    VP_PLAN_MAX_CPU);
+        hwloc_bitmap_free(set);
+        return NULL;
+    }
+    return set;
+}
+
+static gboolean
+vpPlanReadPolicy(JsonObject *obj, vpPolicy *policy, GError **error)
+{
+    static const char *const keys[] = {"smt",       "coresched", "locality", "emulator",
+                                       "rebalance", "unmet",     NULL};
+    JsonObject *pobj = vpPlanGetObject(obj, "policy", error);
+    size_t i;
+
+    if (!pobj || !vpJsonCheckKeys(pobj, "policy", keys, error))
+        return FALSE;
+    for (i = 0; keys[i]; i++) {
+        g_autoptr(GError) local = NULL;
+        const char *value;
+
+        if (!vpPlanGetString(pobj, "policy.", keys[i], FALSE, &value, error))
+            return FALSE;
+        if (!vpPolicySetAttr(policy, keys[i], value, &local)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "policy.%s", local->message);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **error)
+{
+    static const char *const keys[] = {"vcpu", "cpu", "core", "l3", "numa", "package", NULL};
+    static const char *const legacy_keys[] = {"vcpu", "pu", "core", "l3", "numa", "package", NULL};
+    JsonNode *node = vpPlanMember(obj, "vcpus", error);
+    JsonArray *arr;
+    guint n, i;
+
+    if (!node)
+        return FALSE;
+    if (!JSON_NODE_HOLDS_ARRAY(node)) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "vcpus=%s is not an array", shown);
+        return FALSE;
+    }
+    arr = json_node_get_array(node);
+    n = json_array_get_length(arr);
+    if (n < 1 || n > VP_PLAN_MAX_VCPUS) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "vcpus has %u entries, expected 1..%d", n,
+                    VP_PLAN_MAX_VCPUS);
+        return FALSE;
+    }
+
+    *plan = vpPlanNew(domain, n);
+    for (i = 0; i < n; i++) {
+        g_autofree char *path = g_strdup_printf("vcpus[%u].", i);
+        g_autofree char *where = g_strdup_printf("vcpus[%u]", i);
+        JsonNode *elem = json_array_get_element(arr, i);
+        JsonObject *vobj;
+        const char *cpu;
+        gint64 v;
+
+        if (!JSON_NODE_HOLDS_OBJECT(elem)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
+            return FALSE;
+        }
+        vobj = json_node_get_object(elem);
+        cpu = vpPlanLegacyName(vobj, "cpu", "pu");
+        if (!vpJsonCheckKeys(vobj, where, strcmp(cpu, "pu") ? keys : legacy_keys, error))
+            return FALSE;
+        if (!vpPlanGetInt(vobj, path, "vcpu", i, i, &v, error))
+            return FALSE;
+        if (!vpPlanGetIndex(vobj, path, cpu, VP_PLAN_MAX_CPU, &v, error))
+            return FALSE;
+        (*plan)->vcpu_pu[i] = v;
+        /* Derived from the topology when written; checked for type only, since a ledger
+         * must survive the logical indexes shifting when CPUs go offline. */
+        for (const char *const *k = keys + 2; *k; k++) {
+            if (!vpPlanGetIndex(vobj, path, *k, INT_MAX, &v, error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    static const char *const keys[] = {"sockets", "cores", "threads", NULL};
+    JsonObject *gobj;
+    gint64 v;
+
+    if (!json_object_has_member(obj, "guest_topology"))
+        return TRUE;
+    if (!(gobj = vpPlanGetObject(obj, "guest_topology", error)))
+        return FALSE;
+    if (!vpJsonCheckKeys(gobj, "guest_topology", keys, error))
+        return FALSE;
+    if (!vpPlanGetInt(gobj, "guest_topology.", "sockets", 1, VP_PLAN_MAX_VCPUS, &v, error))
+        return FALSE;
+    plan->guest_sockets = v;
+    if (!vpPlanGetInt(gobj, "guest_topology.", "cores", 1, VP_PLAN_MAX_VCPUS, &v, error))
+        return FALSE;
+    plan->guest_cores = v;
+    if (!vpPlanGetInt(gobj, "guest_topology.", "threads", 1, VP_PLAN_MAX_VCPUS, &v, error))
+        return FALSE;
+    plan->guest_threads = v;
+    return TRUE;
+}
+
+/* guest_cells is derived from the placement (vpPlanGuestCells): read for its shape only, N
+ * cells of numa:N numbered in order whose vCPU lists split the vCPUs into equal blocks. */
+static gboolean
+vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
+{
+    static const char *const keys[] = {"cell", "vcpus", "numa", NULL};
+    static const char *const legacy_keys[] = {"cell", "vcpus", "node", NULL};
+    JsonNode *node = json_object_get_member(obj, "guest_cells");
+    unsigned n = vpLocalitySplit(plan->policy.locality);
+    JsonArray *arr;
+
+    if (!node)
+        return TRUE;
+    if (!n || plan->nvcpus % n != 0 || !JSON_NODE_HOLDS_ARRAY(node) ||
+        json_array_get_length(arr = json_node_get_array(node)) != n) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "guest_cells=%s does not match locality='%s' over %u vCPUs", shown,
+                    vpLocalityName(plan->policy.locality), plan->nvcpus);
+        return FALSE;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        g_autofree char *path = g_strdup_printf("guest_cells[%u].", k);
+        g_autofree char *where = g_strdup_printf("guest_cells[%u]", k);
+        g_autofree char *field = g_strdup_printf("guest_cells[%u].vcpus", k);
+        g_autoptr(vpBitmap) want = hwloc_bitmap_alloc();
+        g_autoptr(vpBitmap) set = NULL;
+        JsonNode *elem = json_array_get_element(arr, k);
+        JsonObject *cobj;
+        const char *list, *numa;
+        gint64 v;
+
+        if (!JSON_NODE_HOLDS_OBJECT(elem)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
+            return FALSE;
+        }
+        cobj = json_node_get_object(elem);
+        numa = vpPlanLegacyName(cobj, "numa", "node");
+        if (!vpJsonCheckKeys(cobj, where, strcmp(numa, "node") ? keys : legacy_keys, error) ||
+            !vpPlanGetInt(cobj, path, "cell", k, k, &v, error) ||
+            !vpPlanGetInt(cobj, path, numa, 0, VP_PLAN_MAX_CPU, &v, error) ||
+            !vpPlanGetString(cobj, path, "vcpus", FALSE, &list, error))
+            return FALSE;
+        if (!(set = vpCpuListParse(field, list, error)))
+            return FALSE;
+        hwloc_bitmap_set_range(want, k * (plan->nvcpus / n), (k + 1) * (plan->nvcpus / n) - 1);
+        if (!hwloc_bitmap_isequal(set, want)) {
+            g_autofree char *expect = vpCpuListFormat(want);
+
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s', expected '%s'", field, list,
+                        expect);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadMoves(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    static const char *const keys[] = {"domain", "vcpu", "from", "to", "reason", NULL};
+    JsonNode *node = json_object_get_member(obj, "moves");
+    JsonArray *arr;
+    guint n;
+
+    if (!node)
+        return TRUE;
+    if (!JSON_NODE_HOLDS_ARRAY(node) ||
+        (n = json_array_get_length(json_node_get_array(node))) < 1 || n > VP_PLAN_MAX_VCPUS) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "moves=%s is not an array of 1..%d moves",
+                    shown, VP_PLAN_MAX_VCPUS);
+        return FALSE;
+    }
+    arr = json_node_get_array(node);
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *path = g_strdup_printf("moves[%u].", i);
+        g_autofree char *where = g_strdup_printf("moves[%u]", i);
+        JsonNode *elem = json_array_get_element(arr, i);
+        JsonObject *mobj;
+        const char *domain, *reason;
+        gint64 vcpu, from, to;
+
+        if (!JSON_NODE_HOLDS_OBJECT(elem)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
+            return FALSE;
+        }
+        mobj = json_node_get_object(elem);
+        if (!vpJsonCheckKeys(mobj, where, keys, error) ||
+            !vpPlanGetString(mobj, path, "domain", FALSE, &domain, error) ||
+            !vpPlanGetInt(mobj, path, "vcpu", 0, VP_PLAN_MAX_VCPUS - 1, &vcpu, error) ||
+            !vpPlanGetInt(mobj, path, "from", 0, VP_PLAN_MAX_CPU, &from, error) ||
+            !vpPlanGetInt(mobj, path, "to", 0, VP_PLAN_MAX_CPU, &to, error) ||
+            !vpPlanGetString(mobj, path, "reason", FALSE, &reason, error))
+            return FALSE;
+        if (!*domain) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%sdomain is empty", path);
+            return FALSE;
+        }
+        if (from == to) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "%sfrom=%" G_GINT64_FORMAT " equals to: a move must change the CPU", path,
+                        from);
+            return FALSE;
+        }
+        vpPlanAddMove(plan, domain, vcpu, from, to, reason);
+    }
+    return TRUE;
+}
+
+/* A byte count up to 2^62 (no machine has more memory; bounds the sums). */
+#define VP_PLAN_MAX_BYTES ((gint64)1 << 62)
+
+static gboolean
+vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    static const char *const keys[] = {"numa", "bytes", "page_size", NULL};
+    JsonNode *node = json_object_get_member(obj, "memory");
+    JsonArray *arr;
+
+    if (!JSON_NODE_HOLDS_ARRAY(node)) {
+        g_autofree char *shown = vpPlanShow(node);
+
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "memory=%s is not an array", shown);
+        return FALSE;
+    }
+    arr = json_node_get_array(node);
+    for (guint i = 0; i < json_array_get_length(arr); i++) {
+        JsonNode *e = json_array_get_element(arr, i);
+        g_autofree char *path = g_strdup_printf("memory[%u].", i);
+        JsonObject *eobj;
+        gint64 numa, bytes, page = (gint64)plan->page_size;
+
+        if (!JSON_NODE_HOLDS_OBJECT(e)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "memory[%u] is not an object", i);
+            return FALSE;
+        }
+        eobj = json_node_get_object(e);
+        if (!vpJsonCheckKeys(eobj, path, keys, error) ||
+            !vpPlanGetInt(eobj, path, "numa", 0, VP_PLAN_MAX_CPU, &numa, error) ||
+            !vpPlanGetInt(eobj, path, "bytes", 0, VP_PLAN_MAX_BYTES, &bytes, error) ||
+            (json_object_has_member(eobj, "page_size") &&
+             !vpPlanGetInt(eobj, path, "page_size", 0, VP_PLAN_MAX_BYTES, &page, error)))
+            return FALSE;
+        if (vpPlanMemoryOnPages(plan, numa, page)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "memory names node %" G_GINT64_FORMAT
+                        " twice for pages of %" G_GINT64_FORMAT " bytes",
+                        numa, page);
+            return FALSE;
+        }
+        vpPlanAddPages(plan, numa, page, bytes);
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    gint64 v;
+
+    if (json_object_has_member(obj, "own")) {
+        hwloc_bitmap_t set = vpPlanGetSet(obj, "own", error);
+
+        if (!set)
+            return FALSE;
+        hwloc_bitmap_free(plan->own);
+        plan->own = set;
+    }
+    if (json_object_has_member(obj, "cpuset")) {
+        hwloc_bitmap_t set = vpPlanGetSet(obj, "cpuset", error);
+
+        if (!set)
+            return FALSE;
+        if (hwloc_bitmap_iszero(set)) {
+            hwloc_bitmap_free(set);
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "cpuset='' names no CPU");
+            return FALSE;
+        }
+        plan->cpuset = set;
+    }
+    /* before memory: its entries' pages default to it */
+    if (json_object_has_member(obj, "page_size")) {
+        if (!vpPlanGetInt(obj, "", "page_size", 0, VP_PLAN_MAX_BYTES, &v, error))
+            return FALSE;
+        plan->page_size = v;
+    }
+    if (json_object_has_member(obj, "memory") && !vpPlanReadMemory(obj, plan, error))
+        return FALSE;
+    return TRUE;
+}
+
+/* "group": null, or a valid trust group name. */
+static gboolean
+vpPlanReadGroup(JsonObject *obj, const char **group, GError **error)
+{
+    if (!vpPlanGetString(obj, "", "group", TRUE, group, error))
+        return FALSE;
+    if (*group && !vpPolicyValidGroup(*group)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "group='%s' is not 1 to 64 characters of A-Z a-z 0-9 . _ -", *group);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+vpPlanReadHow(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    const char *how;
+    int i;
+
+    if (!vpPlanGetString(obj, "", "how", FALSE, &how, error))
+        return FALSE;
+    for (i = 0; i < VP_HOW_LAST && strcmp(vpHowName(i), how) != 0; i++)
+        ;
+    if (i == VP_HOW_LAST) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "how='%s' is not one of placed, pinned, adopted", how);
+        return FALSE;
+    }
+    plan->how = i;
+    return TRUE;
+}
+
+/* "emulator" and "reserved": CPU lists, each possibly empty. */
+static gboolean
+vpPlanReadSets(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    hwloc_bitmap_t set;
+
+    if (!(set = vpPlanGetSet(obj, "emulator", error)))
+        return FALSE;
+    hwloc_bitmap_free(plan->emulator);
+    plan->emulator = set;
+    if (!(set = vpPlanGetSet(obj, "reserved", error)))
+        return FALSE;
+    hwloc_bitmap_free(plan->reserved);
+    plan->reserved = set;
+    return TRUE;
+}
+
+/* "level" by name and "level_index" (null: the whole level). */
+static gboolean
+vpPlanReadLevel(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    const char *level;
+    gint64 v;
+    int i;
+
+    if (!vpPlanGetString(obj, "", "level", FALSE, &level, error))
+        return FALSE;
+    if ((i = vpLevelFromName(level)) < 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "level='%s' is not one of core, cluster, l3, numa, package, host", level);
+        return FALSE;
+    }
+    plan->level = i;
+    if (!vpPlanGetIndex(obj, "", "level_index", INT_MAX, &v, error))
+        return FALSE;
+    plan->level_index = v;
+    return TRUE;
+}
+
+/* "topology_mismatch", "degraded" and "overcommit" (absent: false; only smt=share may). */
+static gboolean
+vpPlanReadFlags(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    gboolean mismatch, degraded, overcommit;
+
+    if (!vpPlanGetBool(obj, "topology_mismatch", &mismatch, error) ||
+        !vpPlanGetBool(obj, "degraded", &degraded, error))
+        return FALSE;
+    plan->topology_mismatch = mismatch;
+    plan->degraded = degraded;
+    if (!json_object_has_member(obj, "overcommit"))
+        return TRUE;
+    if (!vpPlanGetBool(obj, "overcommit", &overcommit, error))
+        return FALSE;
+    if (overcommit && plan->policy.smt != VP_SMT_SHARE) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "overcommit is true but smt='%s' (only share may time-share PUs)",
+                    vpSmtName(plan->policy.smt));
+        return FALSE;
+    }
+    plan->overcommit = overcommit;
+    return TRUE;
+}
+
+/* "beside_others": absent or 1..vCPUs, and only for smt=pack (pack's last tier). */
+static gboolean
+vpPlanReadBeside(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    gint64 v;
+
+    if (!json_object_has_member(obj, "beside_others"))
+        return TRUE;
+    if (!vpPlanGetInt(obj, "", "beside_others", 1, MAX(plan->nvcpus, 1), &v, error))
+        return FALSE;
+    if (plan->policy.smt != VP_SMT_PACK) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "beside_others=%" G_GINT64_FORMAT " but smt='%s' (only pack counts it)", v,
+                    vpSmtName(plan->policy.smt));
+        return FALSE;
+    }
+    plan->beside_others = (unsigned)v;
+    return TRUE;
+}
+
+/* "degraded_reason": set exactly when degraded is true. */
+static gboolean
+vpPlanReadReason(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    const char *reason;
+
+    if (!vpPlanGetString(obj, "", "degraded_reason", TRUE, &reason, error))
+        return FALSE;
+    if (plan->degraded != (reason != NULL)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    plan->degraded ? "degraded is true but degraded_reason is null"
+                                   : "degraded is false but degraded_reason is set");
+        return FALSE;
+    }
+    plan->degraded_reason = g_strdup(reason);
+    return TRUE;
+}
+
+/* Reads everything but the domain name, into *plan which it allocates. */
+static gboolean
+vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
+{
+    static const char *const keys[] = {"format",
+                                       "domain",
+                                       "group",
+                                       "policy",
+                                       "how",
+                                       "vcpus",
+                                       "emulator",
+                                       "reserved",
+                                       "level",
+                                       "level_index",
+                                       "guest_topology",
+                                       "topology_mismatch",
+                                       "overcommit",
+                                       "own",
+                                       "cpuset",
+                                       "memory",
+                                       "page_size",
+                                       "degraded",
+                                       "degraded_reason",
+                                       "guest_cells",
+                                       "moves",
+                                       "beside_others",
+                                       NULL};
+    vpPolicy policy = {0};
+    const char *group;
+    gint64 v;
+
+    if (!vpJsonCheckKeys(obj, "plan", keys, error))
+        return FALSE;
+    /* present where the plan is a document of its own (plan --json), absent in a ledger */
+    if (json_object_has_member(obj, "format") &&
+        !vpPlanGetInt(obj, "", "format", VP_JSON_FORMAT, VP_JSON_FORMAT, &v, error))
+        return FALSE;
+    if (!vpPlanReadGroup(obj, &group, error))
+        return FALSE;
+
+    vpPolicyInitDefaults(&policy);
+    if (!vpPlanReadPolicy(obj, &policy, error))
+        return FALSE;
+    if (!vpPlanReadVcpus(obj, plan, domain, error))
+        return FALSE;
+    (*plan)->policy = policy;
+    (*plan)->policy.group = g_strdup(group);
+    (*plan)->group = g_strdup(group);
+
+    return vpPlanReadHow(obj, *plan, error) && vpPlanReadSets(obj, *plan, error) &&
+           vpPlanReadLevel(obj, *plan, error) && vpPlanReadGuestTopology(obj, *plan, error) &&
+           vpPlanReadFlags(obj, *plan, error) && vpPlanReadBeside(obj, *plan, error) &&
+           vpPlanReadOwnAndMemory(obj, *plan, error) && vpPlanReadReason(obj, *plan, error) &&
+           vpPlanCheckGuestCells(obj, *plan, error) && vpPlanReadMoves(obj, *plan, error);
+}
+
+vpPlan *
+vpPlanFromJson(JsonNode *node, GError **error)
+{
+    g_autoptr(vpPlan) plan = NULL;
+    g_autoptr(GError) local = NULL;
+    const char *domain;
+    JsonObject *obj;
+
+    if (!node || !JSON_NODE_HOLDS_OBJECT(node)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "plan is not a JSON object");
+        return NULL;
+    }
+    obj = json_node_get_object(node);
+    if (!vpPlanGetString(obj, "", "domain", FALSE, &domain, error))
+        return NULL;
+    if (!*domain) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain is empty");
+        return NULL;
+    }
+    if (!vpPlanRead(obj, domain, &plan, &local)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "plan of domain '%s': %s", domain,
+                    local->message);
+        return NULL;
+    }
+    return g_steal_pointer(&plan);
+}

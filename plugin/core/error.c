@@ -1,7 +1,0 @@
-#include "core/error.h"
-
-GQuark
-vpErrorQuark(void)
-{
-    return g_quark_from_static_string("vp-error-quark");
-}

@@ -1,0 +1,35 @@
+/*
+ * One scorer for every placer: vcpuplace's own (`vcpuplace simulate`) and the baselines of
+ * the benchmarks (`vcpuplace score`), so that their figures are computed the same way.
+ * It keeps its own occupancy map and knows nothing of how placements were decided.
+ */
+#pragma once
+
+#include "core/model/policy.h"
+#include "core/model/topology.h"
+
+#include <json-glib/json-glib.h>
+
+typedef struct _vpScore vpScore;
+
+vpScore *vpScoreNew(const vpTopology *topo);
+void vpScoreFree(vpScore *score);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpScore, vpScoreFree)
+
+/* A placed VM: its policy (smt, trust group and coresched decide who it trusts), Linux CPU
+ * per vCPU, the CPUs it holds idle (reserved siblings) and the memory it asked (bytes, 0:
+ * none; held on its vCPUs' nodes in proportion to its vCPUs there). Fails on a CPU the
+ * topology lacks or one another VM holds (a placer bug worth reporting). */
+gboolean vpScorePlaced(vpScore *score, const char *name, const vpPolicy *policy,
+                       unsigned guest_threads, unsigned nvcpus, const int *vcpu_cpu,
+                       hwloc_const_bitmap_t reserved, guint64 memory, double decision_us,
+                       GError **error);
+/* A running VM's vCPU re-pinned from one Linux CPU to a free one, to make room for the next
+ * placement (counted as that admission's move). */
+gboolean vpScoreMoved(vpScore *score, const char *name, unsigned from, unsigned to, GError **error);
+void vpScoreRefused(vpScore *score, unsigned nvcpus, double decision_us);
+gboolean vpScoreStopped(vpScore *score, const char *name);
+/* Untrusted pairs on one core right now (trust = one VM, or one non-empty group whose VMs
+ * share a cookie: coresched group or off, as the placer decides it). */
+int vpScoreUntrustedSharedCores(const vpScore *score);
+JsonNode *vpScoreToJson(const vpScore *score);

@@ -1,0 +1,361 @@
+/*
+ * The placer's snapshot of the host, taken once per placement: per core the free usable PUs
+ * and who holds the others (see placer.c, step 1), the mask of the part being placed, and
+ * each group's walking order.
+ */
+#include "core/place/placerpriv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Siblings run one cookie's threads at a time, so a core is shared only by domains that may
+ * share a cookie: one trust group that asked for a group cookie, or one trust group that
+ * asked for none. Members of one group with a cookie each would force each other idle. */
+static bool
+sameCookie(const vpPolicy *a, const vpPolicy *b)
+{
+    return a->group && b->group && strcmp(a->group, b->group) == 0 &&
+           a->coresched == b->coresched && a->coresched != VP_CORESCHED_VM;
+}
+
+/* A core holding a vCPU of a pack or isolate VM is that VM's (or its cookie group's): its
+ * free siblings are no stranger's at any tier. A pack VM of a cookie group leaves them free
+ * for its group instead of reserving them (corepick.c), and a group mate that leaves a
+ * sibling of such a core frees it for the group only. */
+static bool
+closesCore(const vpCtx *ctx, const vpPlan *owner)
+{
+    return (owner->policy.smt == VP_SMT_PACK || owner->policy.smt == VP_SMT_ISOLATE) &&
+           owner->how != VP_HOW_PINNED && !owner->degraded &&
+           strcmp(owner->domain, ctx->req->name) != 0 &&
+           !sameCookie(&ctx->req->policy, &owner->policy);
+}
+
+/* Hides the free PUs of core c from the requester. */
+static void
+closeCore(vpCtx *ctx, int c)
+{
+    const vpCore *core = vpTopologyCore(ctx->topo, c);
+
+    for (int i = 0; i < core->npus; i++)
+        ctx->pufree[core->pus[i]] = false;
+    ctx->nclosed += ctx->nfree[c];
+    ctx->nfree[c] = 0;
+    ctx->closed[c] = true;
+}
+
+static vpRel
+relationOf(const vpCtx *ctx, const vpPlan *owner)
+{
+    if (sameCookie(&ctx->req->policy, &owner->policy))
+        return REL_GROUP;
+    if (owner->policy.smt == VP_SMT_SHARE)
+        return REL_SHARE;
+    return REL_FOREIGN;
+}
+
+/* ownerRel()'s value: the relation, and whether the holder closes its core (closesCore). */
+#define REL_MASK 0xff
+#define REL_CLOSES 0x100
+
+/* The relation of one holder, cached per domain (a vCPU and a reserved PU of one domain
+ * relate alike; only a vCPU closes its core). */
+static gpointer
+ownerRel(const vpCtx *ctx, GHashTable *rel_by_domain, vpOwner owner)
+{
+    gpointer r;
+
+    if (!g_hash_table_lookup_extended(rel_by_domain, owner.domain, NULL, &r)) {
+        const vpPlan *plan = vpLedgerLookup(ctx->ledger, owner.domain);
+        int v = plan ? (int)relationOf(ctx, plan) : REL_FOREIGN;
+
+        if (plan && closesCore(ctx, plan))
+            v |= REL_CLOSES;
+        r = GINT_TO_POINTER(v);
+        g_hash_table_insert(rel_by_domain, (gpointer)owner.domain, r);
+    }
+    if (owner.kind != VP_OWN_VCPU)
+        r = GINT_TO_POINTER(GPOINTER_TO_INT(r) & REL_MASK);
+    return r;
+}
+
+vpOwner
+vpOwnerAfterMoves(const vpTopology *topo, const vpLedger *ledger, const vpMove *moves,
+                  unsigned nmoves, int pu)
+{
+    vpOwner owner = ledger ? vpLedgerOwner(ledger, pu) : (vpOwner){NULL, VP_OWN_NONE, -1};
+    unsigned os = vpTopologyPU(topo, pu)->os;
+
+    for (unsigned i = 0; i < nmoves; i++) {
+        if (moves[i].from == os && owner.domain && owner.kind == VP_OWN_VCPU &&
+            owner.vcpu == (int)moves[i].vcpu && strcmp(owner.domain, moves[i].domain) == 0)
+            owner = (vpOwner){NULL, VP_OWN_NONE, -1};
+        if (moves[i].to == os)
+            owner = (vpOwner){moves[i].domain, VP_OWN_VCPU, (int)moves[i].vcpu};
+    }
+    return owner;
+}
+
+bool
+vpPlacerMovedPU(const vpCtx *ctx, int pu)
+{
+    unsigned os = vpTopologyPU(ctx->topo, pu)->os;
+
+    for (unsigned i = 0; i < ctx->nmoves; i++) {
+        if (ctx->moves[i].from == os || ctx->moves[i].to == os)
+            return true;
+    }
+    return false;
+}
+
+static void
+orderFree(gpointer data)
+{
+    vpOrder *order = data;
+
+    g_free(order->keys);
+    g_free(order->cores);
+    g_free(order);
+}
+
+void
+vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+                const vpMove *moves, unsigned nmoves)
+{
+    g_autoptr(GHashTable) rel_by_domain = g_hash_table_new(NULL, NULL);
+    /* neighbouring PUs mostly have one holder */
+    const char *last_domain = NULL;
+    vpOwnKind last_kind = VP_OWN_NONE;
+    gpointer last_rel = NULL;
+
+    ctx->topo = topo;
+    ctx->ledger = ledger;
+    ctx->req = req;
+    ctx->moves = moves;
+    ctx->nmoves = nmoves;
+    ctx->ncores = vpTopologyNCores(topo);
+    ctx->nfree = g_new0(int, ctx->ncores);
+    ctx->nusable = g_new0(int, ctx->ncores);
+    ctx->rel = g_new0(vpRel, ctx->ncores);
+    ctx->pufree = g_new0(bool, vpTopologyNPUs(topo));
+    ctx->closed = g_new0(bool, ctx->ncores);
+    for (int i = 0; i < VP_SMT_LAST; i++)
+        ctx->orders[i] = g_hash_table_new_full(NULL, NULL, NULL, orderFree);
+    ctx->owed = g_ptr_array_new();
+    ctx->nok = g_new0(int, ctx->ncores);
+    ctx->room = NULL;
+    ctx->nclosed = 0;
+
+    for (int c = 0; c < ctx->ncores; c++) {
+        const vpCore *core = vpTopologyCore(topo, c);
+
+        bool closed = false;
+
+        for (int i = 0; i < core->npus; i++) {
+            int pu = core->pus[i];
+            vpOwner owner = vpOwnerAfterMoves(topo, ledger, moves, nmoves, pu);
+            gpointer r;
+
+            if (!owner.domain) {
+                if (vpTopologyPU(topo, pu)->usable) {
+                    ctx->nusable[c]++;
+                    ctx->nfree[c]++;
+                    ctx->pufree[pu] = true;
+                }
+                continue;
+            }
+            ctx->nusable[c] += vpTopologyPU(topo, pu)->usable;
+            if (owner.domain == last_domain && owner.kind == last_kind) {
+                r = last_rel;
+            } else {
+                r = ownerRel(ctx, rel_by_domain, owner);
+            }
+            last_domain = owner.domain;
+            last_kind = owner.kind;
+            last_rel = r;
+            ctx->rel[c] = MAX(ctx->rel[c], (vpRel)(GPOINTER_TO_INT(r) & REL_MASK));
+            closed |= (GPOINTER_TO_INT(r) & REL_CLOSES) != 0;
+        }
+        if (closed)
+            closeCore(ctx, c);
+        ctx->nok[c] = ctx->nfree[c];
+    }
+}
+
+void
+vpPlacerCtxClear(vpCtx *ctx)
+{
+    g_free(ctx->nfree);
+    g_free(ctx->nusable);
+    g_free(ctx->rel);
+    g_free(ctx->pufree);
+    g_free(ctx->closed);
+    for (int i = 0; i < VP_SMT_LAST; i++) {
+        if (ctx->orders[i])
+            g_hash_table_destroy(ctx->orders[i]);
+    }
+    g_ptr_array_free(ctx->owed, TRUE);
+    g_free(ctx->nok);
+}
+
+/* What one core offers a policy: a whole core for isolate, its PUs for pack when whole, its
+ * free PUs for spread when no VM holds it, its free PUs for share unless a stranger holds it. */
+static int
+coreRoom(const vpCtx *ctx, int c, vpSmt smt)
+{
+    switch (smt) {
+    case VP_SMT_ISOLATE:
+        return coreWhole(ctx, c);
+    case VP_SMT_PACK:
+        return coreWhole(ctx, c) ? ctx->nfree[c] : 0;
+    case VP_SMT_SPREAD:
+        return coreIdle(ctx, c) ? ctx->nfree[c] : 0;
+    default:
+        return ctx->rel[c] == REL_FOREIGN ? 0 : ctx->nfree[c];
+    }
+}
+
+/* Sort keys of vpPlacerOrderCores(): room fits in 20 bits and the core index in 21 for any host
+ * hwloc describes, so one integer compare orders by node room, then L3 room (both
+ * descending), then topology order. */
+#define VP_ORDER_BITS 21
+#define VP_ORDER_ROOM_MAX ((1 << (VP_ORDER_BITS - 1)) - 1)
+
+static int
+compareKeys(const void *a, const void *b)
+{
+    guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
+
+    return (x > y) - (x < y);
+}
+
+static guint64
+orderKey(int node_room, int l3_room, int c)
+{
+    return (guint64)(VP_ORDER_ROOM_MAX - MIN(node_room, VP_ORDER_ROOM_MAX)) << (2 * VP_ORDER_BITS) |
+           (guint64)(VP_ORDER_ROOM_MAX - MIN(l3_room, VP_ORDER_ROOM_MAX)) << VP_ORDER_BITS |
+           (guint64)c;
+}
+
+static void
+orderKeys(const vpCtx *ctx, vpOrder *order)
+{
+    const vpGroup *g = order->g;
+    int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
+    int nl3 = vpTopologyNGroups(ctx->topo, VP_LEVEL_L3);
+    g_autofree int *node_room = g_new0(int, MAX(nnodes, 1));
+    g_autofree int *l3_room = g_new0(int, MAX(nl3, 1));
+
+    order->keys = g_new(guint64, g->ncores);
+    for (int i = 0; i < g->ncores; i++) {
+        const vpCore *core = vpTopologyCore(ctx->topo, g->cores[i]);
+        int room = coreRoom(ctx, g->cores[i], order->smt);
+
+        if (core->group[VP_LEVEL_NUMA] >= 0)
+            node_room[core->group[VP_LEVEL_NUMA]] += room;
+        if (core->group[VP_LEVEL_L3] >= 0)
+            l3_room[core->group[VP_LEVEL_L3]] += room;
+    }
+    for (int i = 0; i < g->ncores; i++) {
+        const vpCore *core = vpTopologyCore(ctx->topo, g->cores[i]);
+        int nr = core->group[VP_LEVEL_NUMA] >= 0 ? node_room[core->group[VP_LEVEL_NUMA]] : 0;
+        int lr = core->group[VP_LEVEL_L3] >= 0 ? l3_room[core->group[VP_LEVEL_L3]] : 0;
+
+        order->keys[i] = orderKey(nr, lr, g->cores[i]);
+    }
+}
+
+/* The room depends only on the snapshot and the policy, so each group's order is fixed once
+ * per placement (the ctx owns it), by the snapshot of the first vpPlacerSearch that reaches the
+ * group; its keys are taken at once when needed now, else before the snapshot changes. */
+vpOrder *
+vpPlacerOrderEntry(const vpCtx *ctx, const vpGroup *g, vpSmt smt, bool now)
+{
+    vpOrder *order = g_hash_table_lookup(ctx->orders[smt], g);
+
+    if (!order) {
+        order = g_new0(vpOrder, 1);
+        order->g = g;
+        order->smt = smt;
+        g_hash_table_insert(ctx->orders[smt], (gpointer)g, order);
+        if (!now)
+            g_ptr_array_add(ctx->owed, order);
+    }
+    if (now && !order->keys)
+        orderKeys(ctx, order);
+    return order;
+}
+
+/* Takes the owed keys from the snapshot before it changes. */
+static void
+orderSettle(const vpCtx *ctx)
+{
+    for (guint i = 0; i < ctx->owed->len; i++) {
+        vpOrder *order = ctx->owed->pdata[i];
+
+        if (!order->keys)
+            orderKeys(ctx, order);
+    }
+    g_ptr_array_set_size(ctx->owed, 0);
+}
+
+bool
+vpPlacerOrderKept(const vpGroup *g)
+{
+    return g->level <= VP_LEVEL_L3 || g->ncores < 2;
+}
+
+/* The group's cores, roomiest NUMA node first and inside it roomiest L3 first, then in
+ * topology order: a VM that must spill over several nodes or L3s then takes the fewest, not
+ * the first ones with any room. Groups no larger than an L3 keep topology order. */
+const int *
+vpPlacerOrderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
+{
+    vpOrder *order;
+
+    if (vpPlacerOrderKept(g))
+        return g->cores;
+    order = vpPlacerOrderEntry(ctx, g, smt, true);
+    if (!order->cores) {
+        qsort(order->keys, g->ncores, sizeof(guint64), compareKeys);
+        order->cores = g_new(int, g->ncores);
+        for (int i = 0; i < g->ncores; i++)
+            order->cores[i] =
+                (int)(order->keys[i] & ((G_GUINT64_CONSTANT(1) << VP_ORDER_BITS) - 1));
+    }
+    return order->cores;
+}
+
+void
+vpPlacerCtxSetMask(vpCtx *ctx, const bool *ok)
+{
+    ctx->ok = ok;
+    for (int c = 0; c < ctx->ncores; c++) {
+        const vpCore *core = vpTopologyCore(ctx->topo, c);
+        int nok = 0;
+
+        for (int i = 0; i < core->npus; i++)
+            nok += ctx->pufree[core->pus[i]] && (!ok || ok[core->pus[i]]);
+        if (nok != ctx->nok[c])
+            orderSettle(ctx);
+        ctx->nok[c] = nok;
+    }
+}
+
+/* What a placed part holds is no longer free for the next part; its cores count as the
+ * domain's own for spread's sibling tiers. */
+void
+vpPlacerCtxHold(vpCtx *ctx, const vpPick *pick)
+{
+    orderSettle(ctx);
+    for (int i = 0; i < pick->n + (int)pick->reserved->len; i++) {
+        int pu = i < pick->n ? pick->pus[i] : g_array_index(pick->reserved, int, i - pick->n);
+        int c = vpTopologyPU(ctx->topo, pu)->core;
+
+        if (!ctx->pufree[pu])
+            continue;
+        ctx->pufree[pu] = false;
+        ctx->nfree[c]--;
+        ctx->rel[c] = MAX(ctx->rel[c], REL_GROUP);
+    }
+}
