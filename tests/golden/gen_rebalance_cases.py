@@ -194,3 +194,22 @@ case("spread-group-reexpands-when-core-frees", (1, 1, 1, 4, 2),
 notes=true
 ledger=true
 """, busy_until={3: 4, 7: 4})
+case("group-vm-siblings-corun", (1, 1, 1, 4, 2),
+     [{"domain": "a", "smt": "spread", "group": "tg", "vcpus": [0]},
+      {"domain": "b", "smt": "spread", "group": "tg", "vcpus": [4]},
+      {"domain": "c", "smt": "spread", "vcpus": [1]},
+      {"domain": "d", "smt": "spread", "vcpus": [2]}],
+     [("a", 0, 0.6, 0.01, 300), ("b", 0, 0.6, 0.01, 300), ("c", 0, 0.5, 0.01, 300),
+      ("d", 0, 0.5, 0.01, 300)], 10,
+     "a and b of trust group tg at coresched=vm on siblings of core 0 (CPUs 0, 4), both 61% busy; core 3 idle",
+     """# Group mates at coresched=vm carry a cookie each: strangers to each other
+# (plugin/core/model/trust.h), so their co-run on core 0 is foreign load (0.61 x 0.61 over
+# hot_corun 0.2), though neither waits. After the persistence (5 intervals) a (first by
+# name) moves from CPU 0 to the whole idle core 3, "co-runs with foreign load". The replayed
+# intervals keep CPU 0 busy, host load now, so b is hot again at t=10 and stays: no idle
+# target is left. (Before issue 26 the pressure model counted group mates as one trust unit
+# whatever their coresched: no move.)
+[case]
+notes=true
+ledger=true
+""")

@@ -30,7 +30,8 @@ buildTopo(int l3, int cores, int threads)
 }
 
 static void
-addDomain(vpLedger *ledger, const char *name, const char *group, const int *cpus, unsigned n)
+addMember(vpLedger *ledger, const char *name, const char *group, vpCoresched coresched,
+          const int *cpus, unsigned n)
 {
     g_autoptr(vpPlan) plan = vpPlanNew(name, n);
     g_autoptr(GError) err = NULL;
@@ -39,9 +40,16 @@ addDomain(vpLedger *ledger, const char *name, const char *group, const int *cpus
         plan->group = g_strdup(group);
         plan->policy.group = g_strdup(group);
     }
+    plan->policy.coresched = coresched;
     for (unsigned v = 0; v < n; v++)
         plan->vcpu_pu[v] = cpus[v];
     ck_assert_msg(vpLedgerAdd(ledger, plan, &err), "%s", err ? err->message : "");
+}
+
+static void
+addDomain(vpLedger *ledger, const char *name, const char *group, const int *cpus, unsigned n)
+{
+    addMember(ledger, name, group, VP_CORESCHED_VM, cpus, n);
 }
 
 static void
@@ -222,9 +230,11 @@ START_TEST(test_idle_and_other_load)
 }
 END_TEST
 
-/* Two siblings (CPU 0 and CPU 2) run domains a and b at 80% and 50%. */
+/* Two siblings (CPU 0 and CPU 2) run domains a and b at 80% and 50%, their trust groups
+ * (NULL: none) at coresched. */
 static double
-corunOf(const char *group_a, const char *group_b, bool same_domain, double *vcpu_corun)
+corunOf(const char *group_a, const char *group_b, vpCoresched coresched, bool same_domain,
+        double *vcpu_corun)
 {
     g_autoptr(vpTopology) topo = buildTopo(1, 2, 2);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
@@ -237,12 +247,12 @@ corunOf(const char *group_a, const char *group_b, bool same_domain, double *vcpu
     cfg.alpha = 1.0;
     p = vpPressureNew(topo, &cfg);
     if (same_domain) {
-        addDomain(ledger, "a", group_a, both, 2);
+        addMember(ledger, "a", group_a, coresched, both, 2);
         addSample(in, "a", 0, 0.8, 0, 0);
         addSample(in, "a", 1, 0.5, 0, 0);
     } else {
-        addDomain(ledger, "a", group_a, a, 1);
-        addDomain(ledger, "b", group_b, b, 1);
+        addMember(ledger, "a", group_a, coresched, a, 1);
+        addMember(ledger, "b", group_b, coresched, b, 1);
         addSample(in, "a", 0, 0.8, 0, 0);
         addSample(in, "b", 0, 0.5, 0, 0);
     }
@@ -257,13 +267,17 @@ START_TEST(test_foreign_corun)
 {
     double v;
 
-    ck_assert_double_eq_tol(corunOf(NULL, NULL, false, &v), 0.4, EPS);
+    ck_assert_double_eq_tol(corunOf(NULL, NULL, VP_CORESCHED_VM, false, &v), 0.4, EPS);
     ck_assert_double_eq_tol(v, 0.4, EPS);
-    ck_assert_double_eq_tol(corunOf("g1", "g2", false, &v), 0.4, EPS);
-    /* one trust group, or one domain: not foreign */
-    ck_assert_double_eq_tol(corunOf("g1", "g1", false, &v), 0.0, EPS);
+    ck_assert_double_eq_tol(corunOf("g1", "g2", VP_CORESCHED_GROUP, false, &v), 0.4, EPS);
+    /* group mates at coresched=vm carry a cookie each: foreign to each other */
+    ck_assert_double_eq_tol(corunOf("g1", "g1", VP_CORESCHED_VM, false, &v), 0.4, EPS);
+    ck_assert_double_eq_tol(v, 0.4, EPS);
+    /* one cookie group, one group without cookies, or one domain: not foreign */
+    ck_assert_double_eq_tol(corunOf("g1", "g1", VP_CORESCHED_GROUP, false, &v), 0.0, EPS);
     ck_assert_double_eq_tol(v, 0.0, EPS);
-    ck_assert_double_eq_tol(corunOf(NULL, NULL, true, &v), 0.0, EPS);
+    ck_assert_double_eq_tol(corunOf("g1", "g1", VP_CORESCHED_OFF, false, &v), 0.0, EPS);
+    ck_assert_double_eq_tol(corunOf(NULL, NULL, VP_CORESCHED_VM, true, &v), 0.0, EPS);
 }
 END_TEST
 

@@ -256,7 +256,7 @@ coreHeldByOthers(const vpLedger *ledger, const vpTopology *topo, int c, const ch
 
     for (int i = 0; i < core->npus; i++) {
         vpOwner o = vpLedgerOwner(ledger, core->pus[i]);
-        const char *g = vpLedgerGroupAt(ledger, core->pus[i]);
+        const char *g = o.domain ? vpLedgerLookup(ledger, o.domain)->policy.group : NULL;
 
         if (o.domain && (strict || !group || !g || strcmp(g, group) != 0))
             return true;

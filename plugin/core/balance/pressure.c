@@ -9,6 +9,7 @@
  * neither flaps nor restarts its count.
  */
 #include "core/balance/pressure.h"
+#include "core/model/trust.h"
 
 #include <math.h>
 #include <string.h>
@@ -297,20 +298,16 @@ splitLoad(const vpLedger *ledger, int pu, PURaw *raw, bool measured)
     }
 }
 
-/* Whether what runs on PU a and PU b belong to different trust units. */
+/* Whether the load of PU b's holder is foreign to PU a's: a stranger or a share domain to it
+ * (model/trust.h), whose cookie forces the other idle or whose threads compete with its. Group
+ * mates at coresched=vm carry a cookie each: foreign to each other, as the placer has them. */
 static bool
-foreignHolders(const vpLedger *ledger, int a, int b)
+foreignLoad(const vpLedger *ledger, int a, int b)
 {
     vpOwner oa = vpLedgerOwner(ledger, a), ob = vpLedgerOwner(ledger, b);
-    const char *ga, *gb;
 
-    if (!oa.domain || !ob.domain)
-        return true;
-    if (strcmp(oa.domain, ob.domain) == 0)
-        return false;
-    ga = vpLedgerGroupAt(ledger, a);
-    gb = vpLedgerGroupAt(ledger, b);
-    return !(ga && gb && strcmp(ga, gb) == 0);
+    return !oa.domain || !ob.domain ||
+           vpTrustHolder(ledger, vpLedgerLookup(ledger, oa.domain), ob.domain) > VP_TRUST_GROUP;
 }
 
 /* Load on the siblings of pu that is foreign to pu's holder. */
@@ -325,7 +322,7 @@ foreignAround(const vpPressure *p, const vpLedger *ledger, int pu, const PURaw *
 
         if (b == pu)
             continue;
-        f += raw[b].host + (foreignHolders(ledger, pu, b) ? raw[b].owned : 0);
+        f += raw[b].host + (foreignLoad(ledger, pu, b) ? raw[b].owned : 0);
     }
     return f;
 }
@@ -345,7 +342,7 @@ foldCore(vpPressure *p, const vpLedger *ledger, int c, const PURaw *raw)
         forceidle += x->forceidle;
         for (int j = i + 1; j < core->npus; j++) {
             const PURaw *y = &raw[core->pus[j]];
-            bool foreign = foreignHolders(ledger, core->pus[i], core->pus[j]);
+            bool foreign = foreignLoad(ledger, core->pus[i], core->pus[j]);
 
             /* host load against host load is nobody's business here */
             corun += x->owned * y->host + x->host * y->owned + (foreign ? x->owned * y->owned : 0);

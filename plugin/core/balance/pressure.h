@@ -7,9 +7,10 @@
  * A vCPU counts against the PU the ledger pins it to; vCPUs the ledger does not pin are
  * scored but belong to no PU. Busy time of a PU not explained by its pinned vCPUs (host
  * tasks, emulator threads, unpinned vCPUs) is its "other" load. Two PUs of one core held
- * by different trust units (a domain, or the trust group it belongs to), or a held PU next
- * to host load, "co-run foreign"; the expected overlap of two siblings busy a and b of the
- * time is taken as a*b, since nothing cheaper tells when each ran.
+ * by holders that do not share a cookie (model/trust.h: not one domain, nor one trust group
+ * at coresched=group or off), or a held PU next to host load, "co-run foreign"; the expected
+ * overlap of two siblings busy a and b of the time is taken as a*b, since nothing cheaper
+ * tells when each ran.
  */
 #pragma once
 

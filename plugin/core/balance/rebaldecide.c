@@ -179,26 +179,6 @@ vpRbCoreWholeIdle(const Ctx *ctx, int c, const Decision *d)
     return true;
 }
 
-/* How one holder of a sibling PU relates to a vCPU of plan. A trust group is one only
- * where it shares one cookie (coresched=group or off), as the placer and compaction count
- * it: at coresched=vm each of its domains has a cookie of its own. */
-Rel
-vpRbOwnerRel(const Ctx *ctx, const vpPlan *plan, vpOwner o)
-{
-    const vpPlan *other;
-
-    if (strcmp(o.domain, plan->domain) == 0)
-        return REL_SELF;
-    other = vpLedgerLookup(ctx->ledger, o.domain);
-    if (plan->group && other && other->group && strcmp(plan->group, other->group) == 0 &&
-        plan->policy.coresched == other->policy.coresched &&
-        plan->policy.coresched != VP_CORESCHED_VM)
-        return REL_GROUP;
-    if (other && other->policy.smt == VP_SMT_SHARE)
-        return REL_SHARE;
-    return REL_FOREIGN;
-}
-
 /* Whether holder o of PU y is a vCPU that decision d takes away from y. */
 static bool
 leavesWith(const Decision *d, const vpPlan *plan, int y, vpOwner o)
@@ -211,34 +191,34 @@ leavesWith(const Decision *d, const vpPlan *plan, int y, vpOwner o)
     return false;
 }
 
-static Rel
+static vpTrust
 siblingRel(const Ctx *ctx, const vpPlan *plan, int pu, const Decision *d)
 {
     const vpCore *core = vpTopologyCore(ctx->topo, vpRbCoreOf(ctx, pu));
-    Rel worst = REL_IDLE;
+    vpTrust worst = VP_TRUST_NONE;
 
     for (int i = 0; i < core->npus; i++) {
         int y = core->pus[i];
         unsigned n = vpLedgerNOwners(ctx->ledger, y);
-        Rel r = REL_IDLE;
+        vpTrust r = VP_TRUST_NONE;
 
         if (y == pu)
             continue;
         if (ctx->taken[y]) {
-            r = REL_FOREIGN;
+            r = VP_TRUST_STRANGER;
         } else if (leaving(d, y) && n <= 1) {
             r = vpPressurePU(ctx->p, y)->other < vpPressureGetConfig(ctx->p)->idle_busy
-                    ? REL_IDLE
-                    : REL_FOREIGN;
+                    ? VP_TRUST_NONE
+                    : VP_TRUST_STRANGER;
         } else if (n == 0) {
-            r = vpPressurePUIdle(ctx->p, y) ? REL_IDLE : REL_FOREIGN;
+            r = vpPressurePUIdle(ctx->p, y) ? VP_TRUST_NONE : VP_TRUST_STRANGER;
         } else {
             /* a time-shared sibling: the worst of the holders that stay */
             for (unsigned k = 0; k < n; k++) {
                 vpOwner o = vpLedgerOwnerAt(ctx->ledger, y, k);
 
                 if (!leavesWith(d, plan, y, o))
-                    r = MAX(r, vpRbOwnerRel(ctx, plan, o));
+                    r = MAX(r, vpTrustHolder(ctx->ledger, plan, o.domain));
             }
         }
         worst = MAX(worst, r);
@@ -324,19 +304,19 @@ pickWhole(const Ctx *ctx, const Scope *s, const vpPlan *plan, const History *h, 
     if (best < 0)
         return false;
     memcpy(d->to, bestpu, sizeof(d->to));
-    d->rel = REL_IDLE;
+    d->rel = VP_TRUST_NONE;
     return true;
 }
 
 /* Best free idle PU in scope whose siblings relate to the vCPU no worse than tier. */
 static bool
 pickSibling(const Ctx *ctx, const Scope *s, const vpPlan *plan, const History *h, Decision *d,
-            Rel tier, const Scope *skip)
+            vpTrust tier, const Scope *skip)
 {
     const vpGroup *g = vpTopologyGroup(ctx->topo, s->level, s->index);
     int best = -1;
     double bestbusy = 0;
-    Rel bestrel = REL_IDLE;
+    vpTrust bestrel = VP_TRUST_NONE;
 
     for (int i = 0; i < g->ncores; i++) {
         int c = g->cores[i];
@@ -347,7 +327,7 @@ pickSibling(const Ctx *ctx, const Scope *s, const vpPlan *plan, const History *h
         for (int k = 0; k < core->npus; k++) {
             int pu = core->pus[k];
             double busy;
-            Rel r;
+            vpTrust r;
 
             if (!puFree(ctx, pu) || leaving(d, pu) || vpRbReturnForbidden(ctx, h, pu) ||
                 !vpRbInCpuset(ctx, plan, pu))
@@ -371,41 +351,41 @@ pickSibling(const Ctx *ctx, const Scope *s, const vpPlan *plan, const History *h
 }
 
 const char *
-vpRbRelPhrase(Rel r)
+vpRbRelPhrase(vpTrust r)
 {
     switch (r) {
-    case REL_IDLE:
+    case VP_TRUST_NONE:
         return "an idle whole core";
-    case REL_SELF:
+    case VP_TRUST_SELF:
         return "an idle sibling next to its own domain";
-    case REL_GROUP:
+    case VP_TRUST_GROUP:
         return "an idle sibling next to its trust group";
-    case REL_SHARE:
+    case VP_TRUST_SHARE:
         return "an idle sibling next to a domain with smt=share";
-    case REL_FOREIGN:
+    case VP_TRUST_STRANGER:
         break;
     }
     return "a sibling of another trust group";
 }
 
 /* Tiers the policy allows beyond whole idle cores. */
-static Rel
+static vpTrust
 loosestTier(const vpPlan *plan)
 {
     switch (plan->policy.smt) {
     case VP_SMT_SPREAD:
-        return REL_GROUP;
+        return VP_TRUST_GROUP;
     case VP_SMT_SHARE:
-        return REL_SHARE;
+        return VP_TRUST_SHARE;
     default:
-        return REL_IDLE;
+        return VP_TRUST_NONE;
     }
 }
 
 /* loosest: the worst sibling relation acceptable besides whole idle cores. */
 static bool
 findTarget(const Ctx *ctx, const vpPlan *plan, const History *h, Decision *d, int l3_only,
-           Rel loosest)
+           vpTrust loosest)
 {
     const vpCore *core = vpTopologyCore(ctx->topo, vpRbCoreOf(ctx, d->from[0]));
     Scope scopes[2];
@@ -423,7 +403,7 @@ findTarget(const Ctx *ctx, const vpPlan *plan, const History *h, Decision *d, in
             return true;
         }
     }
-    for (Rel tier = REL_SELF; tier <= loosest; tier++) {
+    for (vpTrust tier = VP_TRUST_SELF; tier <= loosest; tier++) {
         for (int s = 0; s < nscopes; s++) {
             if (pickSibling(ctx, &scopes[s], plan, h, d, tier, s ? &scopes[0] : NULL)) {
                 d->scope = s ? "NUMA node" : "L3";
@@ -517,7 +497,7 @@ vpRbDecide(Ctx *ctx, const Cand *c)
     double wakeups;
     int l3_only = -1;
     int home;
-    Rel loosest;
+    vpTrust loosest;
 
     if (!plan)
         return;
@@ -539,7 +519,7 @@ vpRbDecide(Ctx *ctx, const Cand *c)
      * for another */
     loosest = loosestTier(plan);
     if (c->trig == TRIG_CORUN)
-        loosest = MIN(loosest, REL_GROUP);
+        loosest = MIN(loosest, VP_TRUST_GROUP);
     if (!findTarget(ctx, plan, h, &d, l3_only, loosest)) {
         vpRbNote(ctx,
                  "CPU %u: vCPU %d of '%s' (smt=%s) stays: no idle target its policy allows in "

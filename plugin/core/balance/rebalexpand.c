@@ -78,7 +78,8 @@ squeezedByGroup(const Ctx *ctx, const vpPlan *plan, Squeeze *sq)
             for (unsigned k = 0; k < vpLedgerNOwners(ctx->ledger, y); k++) {
                 vpOwner o = vpLedgerOwnerAt(ctx->ledger, y, k);
 
-                if (o.kind == VP_OWN_VCPU && vpRbOwnerRel(ctx, plan, o) == REL_GROUP) {
+                if (o.kind == VP_OWN_VCPU &&
+                    vpTrustHolder(ctx->ledger, plan, o.domain) == VP_TRUST_GROUP) {
                     *sq = (Squeeze){(int)v, o.vcpu, o.domain, homeCore(ctx, plan, v, c)};
                     return true;
                 }
@@ -151,7 +152,7 @@ pickReexpand(const Ctx *ctx, const vpPlan *plan, const Squeeze *sq, const Histor
     if (best < 0)
         return false;
     d->to[0] = bestpu;
-    d->rel = REL_IDLE;
+    d->rel = VP_TRUST_NONE;
     d->scope = besttier == 0 ? "L3" : besttier == 1 ? "NUMA node" : "memory nodes";
     return true;
 }
@@ -184,7 +185,7 @@ addReexpand(Ctx *ctx, const vpPlan *plan, const Squeeze *sq, const Decision *d)
     m->reason = g_strdup_printf(
         "smt=spread re-expands: vCPU %d of '%s' on CPU %u shares a core with %s; to CPU %u: "
         "%s (core busy %.1f%%) in the same %s",
-        sq->vcpu, plan->domain, m->from, beside, m->to, vpRbRelPhrase(REL_IDLE),
+        sq->vcpu, plan->domain, m->from, beside, m->to, vpRbRelPhrase(VP_TRUST_NONE),
         vpPressureCore(ctx->p, vpRbCoreOf(ctx, d->to[0]))->busy * 100, d->scope);
     g_ptr_array_add(ctx->moves, m);
     g_hash_table_add(ctx->moved, vpRbHistKey(plan->domain, sq->vcpu));

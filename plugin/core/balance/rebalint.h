@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/balance/rebalance.h"
+#include "core/model/trust.h"
 
 #define NS 1000000000LL
 #define MAX_BACKOFF_SHIFT 6
@@ -39,9 +40,6 @@ typedef struct {
     double score;
 } Cand;
 
-/* How a core's other PUs relate to a vCPU that would join it; worse is larger. */
-typedef enum { REL_IDLE, REL_SELF, REL_GROUP, REL_SHARE, REL_FOREIGN } Rel;
-
 typedef struct {
     const vpRebalancer *rb;
     const vpPressure *p;
@@ -61,7 +59,7 @@ typedef struct {
     int from[8]; /* logical PUs */
     int to[8];
     const char *scope;
-    Rel rel;
+    vpTrust rel;
 } Decision;
 
 /* rebalance.c */
@@ -78,8 +76,7 @@ bool vpRbInCpuset(const Ctx *ctx, const vpPlan *plan, int pu);
 bool vpRbDedicatedEmulator(const vpPlan *plan);
 bool vpRbWholeCores(const vpPlan *plan);
 bool vpRbCoreWholeIdle(const Ctx *ctx, int c, const Decision *d);
-Rel vpRbOwnerRel(const Ctx *ctx, const vpPlan *plan, vpOwner o);
-const char *vpRbRelPhrase(Rel r);
+const char *vpRbRelPhrase(vpTrust r);
 void vpRbDecide(Ctx *ctx, const Cand *c);
 
 /* rebalexpand.c */

@@ -340,17 +340,6 @@ vpLedgerOwnerAt(const vpLedger *ledger, int pu, unsigned i)
     return g_array_index(ledger->sharers[pu], vpOwner, i - 1);
 }
 
-const char *
-vpLedgerGroupAt(const vpLedger *ledger, int pu)
-{
-    const vpPlan *plan;
-
-    if (pu < 0 || pu >= ledger->npus || !ledger->owners[pu].domain)
-        return NULL;
-    plan = g_hash_table_lookup(ledger->plans, ledger->owners[pu].domain);
-    return plan->group;
-}
-
 bool
 vpLedgerPUFree(const vpLedger *ledger, int pu)
 {

@@ -47,8 +47,6 @@ vpOwner vpLedgerOwner(const vpLedger *ledger, int pu);
  * domains time-share it; vpLedgerOwnerAt() names each (0 is vpLedgerOwner()). */
 unsigned vpLedgerNOwners(const vpLedger *ledger, int pu);
 vpOwner vpLedgerOwnerAt(const vpLedger *ledger, int pu, unsigned i);
-/* Trust group of the domain holding PU pu (NULL when alone or free). */
-const char *vpLedgerGroupAt(const vpLedger *ledger, int pu);
 bool vpLedgerPUFree(const vpLedger *ledger, int pu);
 /* Domain names, sorted (caller frees the array, not the strings). */
 GPtrArray *vpLedgerDomains(const vpLedger *ledger);

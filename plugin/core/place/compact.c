@@ -66,7 +66,8 @@ coreRoom(const vpRoom *r, int c, bool vacated)
             continue;
         }
         held = true;
-        stranger |= !holder || !vpCompactTrusts(&r->req->policy, r->req->name, holder);
+        stranger |= !holder ||
+                    !vpTrustMutual(r->req->name, &r->req->policy, holder->domain, &holder->policy);
     }
     switch (r->req->policy.smt) {
     case VP_SMT_ISOLATE:
@@ -316,8 +317,8 @@ judge(const vpRoom *r, const vpPlan *plan, const vpMove *moves, unsigned nmoves)
             vpOwner own = vpCompactOwnerAt(r, moves, nmoves, core->pus[i]);
             const vpPlan *holder = own.domain ? vpLedgerLookup(r->ledger, own.domain) : NULL;
 
-            stranger |=
-                own.domain && (!holder || !vpCompactTrusts(&r->req->policy, r->req->name, holder));
+            stranger |= own.domain && (!holder || !vpTrustMutual(r->req->name, &r->req->policy,
+                                                                 holder->domain, &holder->policy));
         }
         o.strangers += stranger;
     }

@@ -1,8 +1,8 @@
 /*
- * Compaction's moves (compact.h has the rules a move keeps): who trusts whom, where a vCPU
- * of a running domain may go, what vacating a core costs, and the moves that vacate a set of
- * cores. A destination is a free PU beside the moved domain's own or trusted vCPUs, so no
- * move puts a stranger on a core at any instant.
+ * Compaction's moves (compact.h has the rules a move keeps): where a vCPU of a running
+ * domain may go, what vacating a core costs, and the moves that vacate a set of cores. A
+ * destination is a free PU beside the moved domain's own or trusted (model/trust.h) vCPUs,
+ * so no move puts a stranger on a core at any instant.
  */
 #include "core/place/compactpriv.h"
 
@@ -12,19 +12,6 @@ static int
 nodeOf(const vpTopology *topo, int core)
 {
     return vpTopologyCore(topo, core)->group[VP_LEVEL_NUMA];
-}
-
-/* The placer's rule: siblings share one cookie, so only a trust group with a group cookie,
- * or with none, shares a core; share domains accept any other share domain. */
-bool
-vpCompactTrusts(const vpPolicy *a, const char *adomain, const vpPlan *b)
-{
-    if (strcmp(adomain, b->domain) == 0)
-        return true;
-    if (a->group && b->policy.group && strcmp(a->group, b->policy.group) == 0 &&
-        a->coresched == b->policy.coresched && a->coresched != VP_CORESCHED_VM)
-        return true;
-    return a->smt == VP_SMT_SHARE && b->policy.smt == VP_SMT_SHARE;
 }
 
 /* May this running domain's vCPUs be moved to make room? */
@@ -46,7 +33,8 @@ coreTrusts(const vpRoom *r, const vpMove *moves, unsigned nmoves, int c, const v
         vpOwner o = vpCompactOwnerAt(r, moves, nmoves, core->pus[i]);
         const vpPlan *holder = o.domain ? vpLedgerLookup(r->ledger, o.domain) : NULL;
 
-        if (o.domain && (!holder || !vpCompactTrusts(&plan->policy, plan->domain, holder)))
+        if (o.domain && (!holder || !vpTrustMutual(plan->domain, &plan->policy, holder->domain,
+                                                   &holder->policy)))
             return false;
     }
     return true;
@@ -68,7 +56,8 @@ coreRuns(const vpRoom *r, const vpMove *moves, unsigned nmoves, int c, const vpP
             continue;
         if (strcmp(o.domain, plan->domain) == 0 ||
             (any_share && holder->policy.smt == VP_SMT_SHARE) ||
-            (any_mate && vpCompactTrusts(&plan->policy, plan->domain, holder)))
+            (any_mate &&
+             vpTrustMutual(plan->domain, &plan->policy, holder->domain, &holder->policy)))
             return true;
     }
     return false;
@@ -121,8 +110,7 @@ destinationOn(const vpRoom *r, const vpPlan *plan, int from_core, int c, const b
     /* a numa:N VM's vCPUs stay on their node: each node is one of its guest cells; a VM of
      * a cookie group may join its group's cores, as its placement would once no core is free */
     if (plan->policy.smt == VP_SMT_SPREAD)
-        return coreRuns(r, moves, nmoves, c, plan, false,
-                        plan->policy.group && plan->policy.coresched != VP_CORESCHED_VM) &&
+        return coreRuns(r, moves, nmoves, c, plan, false, vpTrustGroupCookie(&plan->policy)) &&
                        (!vpLocalitySplit(plan->policy.locality) ||
                         node == nodeOf(r->topo, from_core))
                    ? pu
@@ -168,7 +156,7 @@ vpCompactDestination(const vpRoom *r, const vpPlan *plan, int from, const bool *
                 pu = destinationOn(r, plan, from_core, vpTopologyPU(r->topo, at)->core, vacated,
                                    moves, nmoves);
         }
-        if (pu >= 0 || !plan->policy.group || plan->policy.coresched == VP_CORESCHED_VM)
+        if (pu >= 0 || !vpTrustGroupCookie(&plan->policy))
             return pu;
     }
     for (int i = 0; i < node->ncores && pu < 0; i++)

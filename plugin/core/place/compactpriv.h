@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include "core/model/trust.h"
 #include "core/place/compact.h"
 
 #include <stdbool.h>
@@ -27,8 +28,6 @@ vpCompactOwnerAt(const vpRoom *r, const vpMove *moves, unsigned nmoves, int pu)
 }
 
 /* compactmove.c: the rules of a move */
-/* The placer's rule of who may share a core with a vCPU of domain adomain (policy a). */
-bool vpCompactTrusts(const vpPolicy *a, const char *adomain, const vpPlan *b);
 /* A legal destination for plan's vCPU now on logical PU from, or -1. */
 int vpCompactDestination(const vpRoom *r, const vpPlan *plan, int from, const bool *vacated,
                          const vpMove *moves, unsigned nmoves);

@@ -107,7 +107,7 @@ pickPack(const vpCtx *ctx, const vpGroup *g, int n, vpPick *pick)
                     MIN(size, n - pick->n))
                 continue;
             takeFree(ctx, c, size, pick, n);
-            if (!vpPlacerGroupCookie(&ctx->req->policy))
+            if (!vpTrustGroupCookie(&ctx->req->policy))
                 reserveRest(ctx, c, pick);
         }
     }
@@ -126,13 +126,13 @@ packMay(const vpCtx *ctx, int c, vpPackCores which)
 {
     switch (which) {
     case PACK_GROUP:
-        return ctx->rel[c] == REL_GROUP;
+        return ctx->rel[c] == VP_TRUST_GROUP;
     case PACK_OWN:
-        return coreWhole(ctx, c) || ctx->rel[c] == REL_GROUP;
+        return coreWhole(ctx, c) || ctx->rel[c] == VP_TRUST_GROUP;
     case PACK_IDLE:
-        return coreIdle(ctx, c) || ctx->rel[c] == REL_GROUP;
+        return coreIdle(ctx, c) || ctx->rel[c] == VP_TRUST_GROUP;
     default:
-        return ctx->rel[c] == REL_SHARE || ctx->rel[c] == REL_FOREIGN;
+        return ctx->rel[c] == VP_TRUST_SHARE || ctx->rel[c] == VP_TRUST_STRANGER;
     }
 }
 
@@ -235,14 +235,14 @@ pickSpread(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
     }
     if (tier >= TIER_SPREAD_GROUP) {
         for (int i = 0; i < g->ncores && pick->n < n; i++) {
-            if (ctx->rel[g->cores[i]] == REL_GROUP)
+            if (ctx->rel[g->cores[i]] == VP_TRUST_GROUP)
                 takeFree(ctx, g->cores[i], INT_MAX, pick, n);
         }
     }
     if (tier >= TIER_SPREAD_ANY) {
-        for (int rel = REL_SHARE; rel <= REL_FOREIGN; rel++) {
+        for (int rel = VP_TRUST_SHARE; rel <= VP_TRUST_STRANGER; rel++) {
             for (int i = 0; i < g->ncores && pick->n < n; i++) {
-                if (ctx->rel[g->cores[i]] == (vpRel)rel)
+                if (ctx->rel[g->cores[i]] == (vpTrust)rel)
                     takeFree(ctx, g->cores[i], INT_MAX, pick, n);
             }
         }
@@ -254,7 +254,7 @@ pickSpread(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
  * beyond what it needs. Whole sibling sets thus go to one VM, and the last vCPUs fill a
  * half-used core rather than split a whole one. -1 when none is left. */
 static int
-nextShareCore(const vpCtx *ctx, const vpGroup *g, vpRel rel, int want, const bool *done)
+nextShareCore(const vpCtx *ctx, const vpGroup *g, vpTrust rel, int want, const bool *done)
 {
     int fill = -1, over = -1;
 
@@ -275,13 +275,14 @@ nextShareCore(const vpCtx *ctx, const vpGroup *g, vpRel rel, int want, const boo
 static void
 pickShare(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
 {
-    static const vpRel order[] = {REL_GROUP, REL_SHARE, REL_NONE, REL_FOREIGN};
+    static const vpTrust order[] = {VP_TRUST_GROUP, VP_TRUST_SHARE, VP_TRUST_NONE,
+                                    VP_TRUST_STRANGER};
     g_autofree bool *done = g_new0(bool, g->ncores);
 
     for (gsize r = 0; r < G_N_ELEMENTS(order); r++) {
         int i;
 
-        if (order[r] == REL_FOREIGN && tier < TIER_SHARE_ANY)
+        if (order[r] == VP_TRUST_STRANGER && tier < TIER_SHARE_ANY)
             break;
         while (pick->n < n && (i = nextShareCore(ctx, g, order[r], n - pick->n, done)) >= 0) {
             done[i] = true;
@@ -331,7 +332,7 @@ tiersFor(const vpCtx *ctx, vpSmt smt, int *ntiers)
 
     switch (smt) {
     case VP_SMT_PACK:
-        if (vpPlacerGroupCookie(&ctx->req->policy)) {
+        if (vpTrustGroupCookie(&ctx->req->policy)) {
             *ntiers = G_N_ELEMENTS(pack_group);
             return pack_group;
         }

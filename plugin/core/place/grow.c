@@ -1,9 +1,9 @@
 /*
  * Resizing a running domain's plan. New vCPUs are placed by vpPlace() itself, asked for
  * just the new vCPUs against a private copy of the ledger in which:
- * - the domain's own entry carries a trust group shared with the request (its real one
- *   when it shares cookies with its group, else one no domain can have), so the placer sees
- *   the domain's own cores as its group's: their siblings come before strangers';
+ * - the domain's own entry is the domain itself to the request (model/trust.h), so the
+ *   placer sees the domain's own cores as its cookie group's: their siblings come before
+ *   strangers';
  * - for the first attempt, every free PU outside the domain's locality group is held by a
  *   stand-in, so the new vCPUs stay beside the others while there is room there without a
  *   stranger's sibling; only then is the whole host asked.
@@ -126,22 +126,13 @@ fillOwnReserved(const vpTopology *topo, vpPlan *plan, unsigned from)
     return next;
 }
 
-static bool
-sharesCookieWithGroup(const vpPolicy *policy)
-{
-    return policy->group &&
-           (policy->coresched == VP_CORESCHED_GROUP || policy->coresched == VP_CORESCHED_OFF);
-}
-
-/* The private ledger: everyone as recorded, the domain itself (plan, new vCPUs not placed
- * yet) in the group the request will name. */
+/* The private ledger: everyone as recorded, the domain itself as the resize has it so far
+ * (its new vCPUs placed by the runs before, the others not yet). */
 static vpLedger *
-workLedger(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan,
-           const vpPolicy *policy, GError **error)
+workLedger(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, GError **error)
 {
     g_autoptr(vpLedger) work = vpLedgerNew(topo);
     g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
-    g_autoptr(vpPlan) self = vpPlanCopy(plan);
 
     for (guint i = 0; i < names->len; i++) {
         if (strcmp(names->pdata[i], plan->domain) == 0)
@@ -149,11 +140,7 @@ workLedger(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan,
         if (!vpLedgerAdd(work, vpLedgerLookup(ledger, names->pdata[i]), error))
             return NULL;
     }
-    g_free(self->group);
-    self->group = g_strdup(policy->group);
-    vpPolicyClear(&self->policy);
-    vpPolicyCopy(&self->policy, policy);
-    if (!vpLedgerAdd(work, self, error))
+    if (!vpLedgerAdd(work, plan, error))
         return NULL;
     return g_steal_pointer(&work);
 }
@@ -342,11 +329,6 @@ subRequest(const vpPlan *plan, const vpRequest *req, unsigned first, unsigned la
 
     vpPolicyClear(&sub->policy);
     vpPolicyCopy(&sub->policy, &plan->policy);
-    if (!sharesCookieWithGroup(&plan->policy)) {
-        g_free(sub->policy.group);
-        sub->policy.group = g_strdup(VP_GROW_OWN_GROUP);
-        sub->policy.coresched = VP_CORESCHED_GROUP;
-    }
     /* the emulator's PUs are the plan's business, not the new vCPUs' */
     sub->policy.emulator = VP_EMULATOR_VCPUS;
     if (nodes && !hwloc_bitmap_iszero(nodes)) {
@@ -365,7 +347,7 @@ placeRun(const vpTopology *topo, const vpLedger *ledger, const vpPlan *plan, con
          unsigned first, unsigned last, hwloc_const_bitmap_t nodes, GError **error)
 {
     g_autoptr(vpRequest) sub = subRequest(plan, req, first, last, nodes);
-    g_autoptr(vpLedger) work = workLedger(topo, ledger, plan, &sub->policy, error);
+    g_autoptr(vpLedger) work = workLedger(topo, ledger, plan, error);
     vpPlan *placed;
 
     if (!work)

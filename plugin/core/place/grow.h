@@ -20,10 +20,6 @@
 #include "core/model/plan.h"
 #include "core/model/request.h"
 
-/* The trust group a resize puts a domain of no one-cookie group in, so that the placer
- * counts its own cores as its group's; no real group can have this name ('/' is refused). */
-#define VP_GROW_OWN_GROUP "/own"
-
 /* plan: the domain's current plan (how placed or adopted), as recorded in ledger; req: the
  * domain's request (its cells, <numatune>, <vcpu cpuset>), NULL when unknown (then only
  * the plan's memory nodes guide new vCPUs). Returns the plan for nvcpus vCPUs, which

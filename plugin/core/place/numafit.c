@@ -310,9 +310,10 @@ static bool
 meetsStranger(const vpCtx *ctx, const vpPick *pick)
 {
     for (int i = 0; i < pick->n; i++) {
-        vpRel rel = ctx->rel[vpTopologyPU(ctx->topo, pick->pus[i])->core];
+        vpTrust rel = ctx->rel[vpTopologyPU(ctx->topo, pick->pus[i])->core];
 
-        if (rel == REL_FOREIGN || (rel == REL_SHARE && ctx->req->policy.smt != VP_SMT_SHARE))
+        if (rel == VP_TRUST_STRANGER ||
+            (rel == VP_TRUST_SHARE && ctx->req->policy.smt != VP_SMT_SHARE))
             return true;
     }
     return false;

@@ -88,9 +88,9 @@ packBesideOthers(const vpCtx *ctx, const vpChoice *choice)
     unsigned n = 0;
 
     for (int i = 0; i < choice->pick.n; i++) {
-        vpRel rel = ctx->rel[vpTopologyPU(ctx->topo, choice->pick.pus[i])->core];
+        vpTrust rel = ctx->rel[vpTopologyPU(ctx->topo, choice->pick.pus[i])->core];
 
-        n += rel == REL_SHARE || rel == REL_FOREIGN;
+        n += rel == VP_TRUST_SHARE || rel == VP_TRUST_STRANGER;
     }
     return n;
 }

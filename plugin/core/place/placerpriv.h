@@ -4,18 +4,11 @@
  */
 #pragma once
 
-#include "core/place/grow.h"
+#include "core/model/trust.h"
 #include "core/place/placer.h"
 
 #include <stdbool.h>
 #include <string.h>
-
-typedef enum {
-    REL_NONE = 0, /* no PU of the core is held */
-    REL_GROUP,    /* held only by domains that may share the requester's cookie */
-    REL_SHARE,    /* held by VMs that asked for smt=share (they accept any neighbour) */
-    REL_FOREIGN,  /* held by a VM that may not share the cookie */
-} vpRel;
 
 typedef enum {
     TIER_WHOLE,        /* isolate, pack: whole free cores only */
@@ -38,7 +31,8 @@ typedef struct {
     int ncores;
     int *nfree; /* usable free PUs per core */
     int *nusable;
-    vpRel *rel;
+    vpTrust *rel; /* per core, its worst holder to the requester (the requester's own count
+                   * as its group's: VP_TRUST_SELF never appears) */
     bool *pufree; /* per logical PU: usable and not held */
     int nclosed; /* free usable PUs hidden on cores other domains keep (snapshot.c), for refusals */
     bool *closed; /* per core: kept by another domain's pack or isolate vCPU (snapshot.c) */
@@ -104,21 +98,11 @@ partPage(const vpCtx *ctx, const vpPart *part)
     return part->page ? part->page : ctx->req->hugepage_size;
 }
 
-/* A pack VM of a trust group whose VMs share one cookie (or none) leaves free siblings to
- * its group and takes its group's (corepick.c). A resize's own group (grow.h) stands for
- * the domain alone: its new vCPUs reserve as the domain's first ones did. */
-static inline bool
-vpPlacerGroupCookie(const vpPolicy *policy)
-{
-    return policy->group && policy->coresched != VP_CORESCHED_VM &&
-           strcmp(policy->group, VP_GROW_OWN_GROUP) != 0;
-}
-
 /* A core every PU of which is usable and free: isolate and pack own such cores. */
 static inline bool
 coreWhole(const vpCtx *ctx, int c)
 {
-    return ctx->rel[c] == REL_NONE && ctx->nok[c] > 0 &&
+    return ctx->rel[c] == VP_TRUST_NONE && ctx->nok[c] > 0 &&
            ctx->nfree[c] == vpTopologyCore(ctx->topo, c)->npus;
 }
 
@@ -126,7 +110,7 @@ coreWhole(const vpCtx *ctx, int c)
 static inline bool
 coreIdle(const vpCtx *ctx, int c)
 {
-    return ctx->rel[c] == REL_NONE && ctx->nok[c] > 0;
+    return ctx->rel[c] == VP_TRUST_NONE && ctx->nok[c] > 0;
 }
 
 /* snapshot.c: the per-placement snapshot of the host (vpCtx) and the walking order */

@@ -3,15 +3,14 @@
  * or stop is one tick), which is what a churn trace gives us to average over.
  */
 #include "core/place/score.h"
+#include "core/model/trust.h"
 
 #include <math.h>
 #include <string.h>
 
 typedef struct {
     char *name;
-    char *group;
-    vpSmt smt;
-    vpCoresched coresched;
+    vpPolicy policy; /* smt, trust group and coresched: whom it trusts (model/trust.h) */
     unsigned n;
     int *pus;       /* logical PU per vCPU */
     guint64 memory; /* bytes asked, 0 when the VM asked none */
@@ -46,7 +45,7 @@ vmFree(gpointer p)
     vpScoreVM *vm = p;
 
     g_free(vm->name);
-    g_free(vm->group);
+    vpPolicyClear(&vm->policy);
     g_free(vm->pus);
     g_free(vm->held);
     g_free(vm);
@@ -83,20 +82,11 @@ vpScoreFree(vpScore *s)
     g_free(s);
 }
 
-/* Siblings run one cookie at a time: VMs of one group trust each other only when they share
- * a cookie (coresched=group) or have none (off); at coresched=vm each VM has its own. */
-static bool
-trusted(const vpScoreVM *a, const vpScoreVM *b)
-{
-    return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0 &&
-                      a->coresched == b->coresched && a->coresched != VP_CORESCHED_VM);
-}
-
-/* smt=share VMs accepted any neighbour; a stranger next to anyone else is a breach. */
+/* A neighbour the VM does not trust, nor is trusted by (model/trust.h). */
 static bool
 breach(const vpScoreVM *a, const vpScoreVM *b)
 {
-    return !trusted(a, b) && !(a->smt == VP_SMT_SHARE && b->smt == VP_SMT_SHARE);
+    return !vpTrustMutual(a->name, &a->policy, b->name, &b->policy);
 }
 
 static bool
@@ -231,7 +221,7 @@ spreadSharing(const vpScore *s)
     while (g_hash_table_iter_next(&it, NULL, &value)) {
         const vpScoreVM *vm = value;
 
-        n += vm->smt == VP_SMT_SPREAD && sharesOwnCore(s, vm);
+        n += vm->policy.smt == VP_SMT_SPREAD && sharesOwnCore(s, vm);
     }
     return n;
 }
@@ -364,7 +354,7 @@ checkHeld(const vpScore *s, const char *name, vpSmt smt, unsigned n, const GArra
         int pu = g_array_index(held, int, i);
         /* time-sharing among smt=share VMs' vCPUs is overcommit, not a double booking */
         bool timeshare = pu >= 0 && s->owner[pu] && smt == VP_SMT_SHARE && i < n &&
-                         s->owner[pu]->smt == VP_SMT_SHARE;
+                         s->owner[pu]->policy.smt == VP_SMT_SHARE;
 
         if (pu < 0 || (s->owner[pu] && !timeshare)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is given a CPU that %s", name,
@@ -388,9 +378,7 @@ vmNew(const char *name, const vpPolicy *policy, unsigned n, const int *pus, guin
     vpScoreVM *vm = g_new0(vpScoreVM, 1);
 
     vm->name = g_strdup(name);
-    vm->group = g_strdup(policy->group && *policy->group ? policy->group : NULL);
-    vm->smt = policy->smt;
-    vm->coresched = policy->coresched;
+    vpPolicyCopy(&vm->policy, policy);
     vm->n = n;
     vm->pus = g_memdup2(pus, sizeof(int) * MAX(n, 1));
     vm->memory = memory;

@@ -29,7 +29,7 @@ gboolean vpScorePlaced(vpScore *score, const char *name, const vpPolicy *policy,
 gboolean vpScoreMoved(vpScore *score, const char *name, unsigned from, unsigned to, GError **error);
 void vpScoreRefused(vpScore *score, unsigned nvcpus, double decision_us);
 gboolean vpScoreStopped(vpScore *score, const char *name);
-/* Untrusted pairs on one core right now (trust = one VM, or one non-empty group whose VMs
- * share a cookie: coresched group or off, as the placer decides it). */
+/* Untrusted pairs on one core right now: not one VM, one cookie group nor two smt=share VMs
+ * (vpTrustMutual). */
 int vpScoreUntrustedSharedCores(const vpScore *score);
 JsonNode *vpScoreToJson(const vpScore *score);

@@ -8,16 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Siblings run one cookie's threads at a time, so a core is shared only by domains that may
- * share a cookie: one trust group that asked for a group cookie, or one trust group that
- * asked for none. Members of one group with a cookie each would force each other idle. */
-static bool
-sameCookie(const vpPolicy *a, const vpPolicy *b)
-{
-    return a->group && b->group && strcmp(a->group, b->group) == 0 &&
-           a->coresched == b->coresched && a->coresched != VP_CORESCHED_VM;
-}
-
 /* A core holding a vCPU of a pack or isolate VM is that VM's (or its cookie group's): its
  * free siblings are no stranger's at any tier. A pack VM of a cookie group leaves them free
  * for its group instead of reserving them (corepick.c), and a group mate that leaves a
@@ -27,8 +17,8 @@ closesCore(const vpCtx *ctx, const vpPlan *owner)
 {
     return (owner->policy.smt == VP_SMT_PACK || owner->policy.smt == VP_SMT_ISOLATE) &&
            owner->how != VP_HOW_PINNED && !owner->degraded &&
-           strcmp(owner->domain, ctx->req->name) != 0 &&
-           !sameCookie(&ctx->req->policy, &owner->policy);
+           vpTrustOf(ctx->req->name, &ctx->req->policy, owner->domain, &owner->policy) >
+               VP_TRUST_GROUP;
 }
 
 /* Hides the free PUs of core c from the requester. */
@@ -44,14 +34,14 @@ closeCore(vpCtx *ctx, int c)
     ctx->closed[c] = true;
 }
 
-static vpRel
+/* The placer walks a domain's own cores and its cookie group's alike: a resize's new vCPUs
+ * take its own cores' siblings at the tiers where a group's would be taken. */
+static vpTrust
 relationOf(const vpCtx *ctx, const vpPlan *owner)
 {
-    if (sameCookie(&ctx->req->policy, &owner->policy))
-        return REL_GROUP;
-    if (owner->policy.smt == VP_SMT_SHARE)
-        return REL_SHARE;
-    return REL_FOREIGN;
+    vpTrust t = vpTrustOf(ctx->req->name, &ctx->req->policy, owner->domain, &owner->policy);
+
+    return t == VP_TRUST_SELF ? VP_TRUST_GROUP : t;
 }
 
 /* ownerRel()'s value: the relation, and whether the holder closes its core (closesCore). */
@@ -67,7 +57,7 @@ ownerRel(const vpCtx *ctx, GHashTable *rel_by_domain, vpOwner owner)
 
     if (!g_hash_table_lookup_extended(rel_by_domain, owner.domain, NULL, &r)) {
         const vpPlan *plan = vpLedgerLookup(ctx->ledger, owner.domain);
-        int v = plan ? (int)relationOf(ctx, plan) : REL_FOREIGN;
+        int v = plan ? (int)relationOf(ctx, plan) : VP_TRUST_STRANGER;
 
         if (plan && closesCore(ctx, plan))
             v |= REL_CLOSES;
@@ -136,7 +126,7 @@ vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, cons
     ctx->ncores = vpTopologyNCores(topo);
     ctx->nfree = g_new0(int, ctx->ncores);
     ctx->nusable = g_new0(int, ctx->ncores);
-    ctx->rel = g_new0(vpRel, ctx->ncores);
+    ctx->rel = g_new0(vpTrust, ctx->ncores);
     ctx->pufree = g_new0(bool, vpTopologyNPUs(topo));
     ctx->closed = g_new0(bool, ctx->ncores);
     for (int i = 0; i < VP_SMT_LAST; i++)
@@ -173,7 +163,7 @@ vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger, cons
             last_domain = owner.domain;
             last_kind = owner.kind;
             last_rel = r;
-            ctx->rel[c] = MAX(ctx->rel[c], (vpRel)(GPOINTER_TO_INT(r) & REL_MASK));
+            ctx->rel[c] = MAX(ctx->rel[c], (vpTrust)(GPOINTER_TO_INT(r) & REL_MASK));
             closed |= (GPOINTER_TO_INT(r) & REL_CLOSES) != 0;
         }
         if (closed)
@@ -211,7 +201,7 @@ coreRoom(const vpCtx *ctx, int c, vpSmt smt)
     case VP_SMT_SPREAD:
         return coreIdle(ctx, c) ? ctx->nfree[c] : 0;
     default:
-        return ctx->rel[c] == REL_FOREIGN ? 0 : ctx->nfree[c];
+        return ctx->rel[c] == VP_TRUST_STRANGER ? 0 : ctx->nfree[c];
     }
 }
 
@@ -356,6 +346,6 @@ vpPlacerCtxHold(vpCtx *ctx, const vpPick *pick)
             continue;
         ctx->pufree[pu] = false;
         ctx->nfree[c]--;
-        ctx->rel[c] = MAX(ctx->rel[c], REL_GROUP);
+        ctx->rel[c] = MAX(ctx->rel[c], VP_TRUST_GROUP);
     }
 }
