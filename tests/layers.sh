@@ -1,6 +1,12 @@
 #!/bin/bash
 # The layers of plugin/ (README.md, "Layout"), checked on the sources and the binaries:
 #   core     includes only core and libraries; no system-call headers, no I/O calls linked
+#            inside it, four seams, each including and calling only itself and those below:
+#              model    (topology, policy, request, plan, ledger, trust): only model
+#              codec    (JSON in and out of the model): model
+#              place    (placer, compaction, grow, capacity, scorer, cookie plan): model
+#              balance  (pressure, rebalancer): model and codec (the pressure input's JSON)
+#            and no files of libvpcore.a call each other in a circle
 #   host, libvirt, proto, conf   never include daemon, cli or hook
 #   cli      never includes or links daemon code; its binary has no daemon symbols
 #   hook     includes only hook, proto, conf, libc and jansson; its binary has no GLib
@@ -44,6 +50,18 @@ syscall_h='<(unistd|fcntl|dirent|poll|signal|sched|pthread|stdio|syslog|spawn|te
 forbid core "core is pure logic (no host, libvirt, daemon, cli, hook, proto, conf)" \
     '"(host|libvirt|daemon|cli|hook|proto|conf)/'
 forbid core "core makes no system calls" "$syscall_h"
+# The seams of core: a seam includes itself and the seams below it, never one above or beside.
+only core/model "model is core's ground: it includes only model" '"core/model/[^"]*"|<[^>]+>'
+only core/codec "codec includes only codec and model" '"core/(model|codec)/[^"]*"|<[^>]+>'
+only core/place "place includes only place and model" '"core/(model|place)/[^"]*"|<[^>]+>'
+only core/balance "balance includes only balance, codec and model" \
+    '"core/(model|codec|balance)/[^"]*"|<[^>]+>'
+for seam in "$src"/plugin/core/*/; do
+    case $(basename "$seam") in model | codec | place | balance) ;;
+    *) fail "plugin/core/$(basename "$seam"): a folder of core that tests/layers.sh does not know" ;;
+    esac
+done
+
 for d in host libvirt proto conf; do
     forbid "$d" "$d is an adapter: it never includes daemon, cli or hook" '"(daemon|cli|hook)/'
 done
@@ -64,6 +82,36 @@ only hook "the hook includes only hook, proto, conf, libc and jansson" "$hook_ok
 io_sym='g_file_[a-z_]*|g_(l?stat|open|fopen|freopen|creat|rename|unlink|remove|rmdir|mkdir[a-z_]*|chdir|access)|g_dir_[a-z_]*|g_mapped_file_[a-z_]*|g_spawn_[a-z_]*|g_subprocess_[a-z_]*|g_socket_[a-z_]*|(open|open64|openat|read|write|pread|pwrite|close|stat|stat64|fstat|lstat|fopen|fopen64|opendir|readdir|readdir64|mkdir|rename|unlink|syscall|prctl|ioctl|fork|execve?|getpid)'
 hits=$(nm -u "$core" 2>/dev/null | awk '{print $NF}' | sed 's/@.*//' | grep -xE "$io_sym" | sort -u)
 [ -z "$hits" ] || fail "libvpcore.a calls $(echo $hits): core makes no system calls"
+
+# core's calls, file to file, from the archive's symbols (a call needs no include when the
+# private header of a seam declares it): each follows the seams' order, and no circle of
+# files remains, the mark of a function that lives in the wrong file.
+seam_of=$(cd "$src/plugin/core" && for f in */*.c; do echo "${f#*/}.o ${f%%/*}"; done)
+calls=$({
+    echo "$seam_of" | sed 's/^/S /'
+    nm -A -g --defined-only "$core" | awk -F: '{split($3, f, " "); print "D", $2, f[3]}'
+    nm -A -u "$core" | awk -F: '{split($3, f, " "); print "U", $2, f[2]}'
+} | awk '
+    $1 == "S" { seam[$2] = $3; next }
+    $1 == "D" { def[$3] = $2; next }
+    $1 == "U" && ($3 in def) && def[$3] != $2 { print $2, def[$3], seam[$2], seam[def[$3]], $3 }')
+declare -A below=([model]="" [codec]="model" [place]="model" [balance]="model codec")
+while read -r from to sfrom sto sym; do
+    [ -n "$from" ] && [ "$sfrom" != "$sto" ] || continue
+    case " ${below[$sfrom]} " in
+    *" $sto "*) ;;
+    *) fail "core/$sfrom/${from%.o} calls $sym of core/$sto/${to%.o}: $sfrom may not call $sto" ;;
+    esac
+done <<<"$calls"
+circles=$(awk '{ e[$1] = e[$1] " " $2; n[$1]; n[$2] }
+    END {
+        for (a in n) { r[a, a] = 0; split(e[a], s, " "); for (i in s) r[a, s[i]] = 1 }
+        for (k in n) for (a in n) if (r[a, k]) for (b in n) if (r[k, b]) r[a, b] = 1
+        for (a in n) for (b in n) if (a < b && r[a, b] && r[b, a]) print a, b
+    }' <<<"$calls" | sort)
+[ -z "$circles" ] || while read -r a b; do
+    fail "libvpcore.a: ${a%.o} and ${b%.o} call each other (through a circle): move the function that lives in the wrong file"
+done <<<"$circles"
 
 # The CLI: no daemon symbols.
 daemon_sym='vp(Daemon|Manager|Server|Balance|Cookies|Hotplug|Metrics|Log)[A-Za-z0-9_]*'

@@ -7,7 +7,7 @@
  * its trust group, share domains as the policy allows; the least busy core wins, ties to
  * the lowest index so the answer is reproducible)?
  */
-#include "core/balance/rebalint.h"
+#include "core/balance/rebalpriv.h"
 
 #include <string.h>
 
@@ -93,20 +93,6 @@ const vpRebalanceConfig *
 vpRebalancerGetConfig(const vpRebalancer *rb)
 {
     return &rb->cfg;
-}
-
-char *
-vpRbHistKey(const char *domain, unsigned vcpu)
-{
-    return g_strdup_printf("%s\037%u", domain, vcpu);
-}
-
-const History *
-vpRbHistoryOf(const vpRebalancer *rb, const char *domain, unsigned vcpu)
-{
-    g_autofree char *key = vpRbHistKey(domain, vcpu);
-
-    return g_hash_table_lookup(rb->hist, key);
 }
 
 guint64

@@ -2,7 +2,7 @@
  * Applying the rebalancer's moves to a ledger: each moved plan keeps its reserved PUs,
  * emulator and level consistent with where its vCPUs now run.
  */
-#include "core/balance/rebalint.h"
+#include "core/balance/rebalpriv.h"
 
 static hwloc_bitmap_t
 vcpuSet(const vpPlan *plan)

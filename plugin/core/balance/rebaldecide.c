@@ -1,10 +1,26 @@
 /*
  * The rebalancer's decision for one candidate: may the vCPU move at all, which cores may
- * it go to, and, tier by tier, which PU there is best (rebalance.c says the order).
+ * it go to, and, tier by tier, which PU there is best (rebalance.c says the order). First
+ * the questions every decision of a pass asks, re-expansion's (rebalexpand.c) too: a
+ * vCPU's history, where a PU is, whether a core is whole and idle.
  */
-#include "core/balance/rebalint.h"
+#include "core/balance/rebalpriv.h"
 
 #include <string.h>
+
+char *
+vpRbHistKey(const char *domain, unsigned vcpu)
+{
+    return g_strdup_printf("%s\037%u", domain, vcpu);
+}
+
+const History *
+vpRbHistoryOf(const vpRebalancer *rb, const char *domain, unsigned vcpu)
+{
+    g_autofree char *key = vpRbHistKey(domain, vcpu);
+
+    return g_hash_table_lookup(rb->hist, key);
+}
 
 void
 vpRbNote(Ctx *ctx, const char *fmt, ...)
@@ -30,8 +46,6 @@ vpRbCoreOf(const Ctx *ctx, int pu)
     return vpTopologyPU(ctx->topo, pu)->core;
 }
 
-/* Seconds this vCPU must still stay where it is, 0 when it may move. Each earlier move
- * still remembered doubles the residency, so a vCPU that keeps being chased slows down. */
 double
 vpRbResidencyLeft(const Ctx *ctx, const History *h)
 {
@@ -56,14 +70,12 @@ vpRbResidencyLeft(const Ctx *ctx, const History *h)
     return ctx->now - last >= need ? 0 : (double)(need - (ctx->now - last)) / NS;
 }
 
-/* Whether PU pu is inside the domain's <vcpu cpuset> (no cpuset: any PU). */
 bool
 vpRbInCpuset(const Ctx *ctx, const vpPlan *plan, int pu)
 {
     return !plan->cpuset || hwloc_bitmap_isset(plan->cpuset, vpRbOsOf(ctx, pu));
 }
 
-/* A PU this vCPU left within memory, unless the PU has been idle since long enough. */
 bool
 vpRbReturnForbidden(const Ctx *ctx, const History *h, int pu)
 {

@@ -5,7 +5,7 @@
  * (compaction's group move, or the same start), gets onto a whole idle core (see
  * vpRbReexpand).
  */
-#include "core/balance/rebalint.h"
+#include "core/balance/rebalpriv.h"
 
 /* A squeezed vCPU and why: the vCPU beside it, its own (mate NULL) or a group mate's. */
 typedef struct {

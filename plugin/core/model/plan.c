@@ -6,6 +6,7 @@
 #include "core/model/plan.h"
 #include "core/model/request.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 static const char *const howNames[VP_HOW_LAST] = {
@@ -602,4 +603,24 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
                                plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
                                plan->moves[i].to, plan->moves[i].reason);
     return g_string_free(g_steal_pointer(&s), FALSE);
+}
+
+void
+vpPlanDegrade(vpPlan *plan, const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *msg = NULL;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    plan->degraded = true;
+    if (plan->degraded_reason) {
+        char *joined = g_strdup_printf("%s; %s", plan->degraded_reason, msg);
+
+        g_free(plan->degraded_reason);
+        plan->degraded_reason = joined;
+    } else {
+        plan->degraded_reason = g_steal_pointer(&msg);
+    }
 }

@@ -126,5 +126,9 @@ vpPlan *vpPlanFromJson(JsonNode *node, GError **error);
  * and package by index, the NUMA node by its Linux number (as nodesets and numactl name
  * it); -1 where unknown. */
 void vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa, int *package);
+/* Marks plan degraded and appends the formatted reason to degraded_reason, "; "-separated,
+ * so a plan relaxed for several reasons names them all. The placer and vpPlanResize()
+ * relax plans this way. */
+void vpPlanDegrade(vpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* Human-readable, one vCPU per line with core / L3 / NUMA. */
 char *vpPlanFormat(const vpPlan *plan, const vpTopology *topo);

@@ -94,6 +94,12 @@ vpMemModeName(vpMemMode mode)
     return mode < VP_MEM_LAST ? mem_mode_names[mode] : "?";
 }
 
+bool
+vpMemModeHard(vpMemMode mode)
+{
+    return mode == VP_MEM_STRICT || mode == VP_MEM_RESTRICTIVE || mode == VP_MEM_INTERLEAVE;
+}
+
 int
 vpMemModeFromName(const char *name)
 {

@@ -74,6 +74,9 @@ guint64 vpRequestCellPage(const vpRequest *req, const vpCell *cell);
 bool vpRequestIsQemu(const vpRequest *req);
 
 const char *vpMemModeName(vpMemMode mode);
+/* Whether the nodeset of a mode binds the vCPUs: strict, restrictive and interleave (the
+ * placer keeps them, and the emulator, on its nodes). */
+bool vpMemModeHard(vpMemMode mode);
 /* "strict", "restrictive", "preferred", "interleave"; -1 otherwise. */
 int vpMemModeFromName(const char *name);
 /* A memory size in libvirt's units (b, bytes, KB, k, KiB, MB, M, MiB, GB, G, GiB, TB, T,

@@ -365,50 +365,6 @@ better(const vpPick *a, const vpPick *b)
     return a->leftover < b->leftover;
 }
 
-vpLevel
-vpPlacerLocalityLevel(vpLocality locality)
-{
-    switch (locality) {
-    case VP_LOCALITY_L3:
-        return VP_LEVEL_L3;
-    case VP_LOCALITY_NUMA:
-        return VP_LEVEL_NUMA;
-    case VP_LOCALITY_PACKAGE:
-        return VP_LEVEL_PACKAGE;
-    default:
-        return VP_LEVEL_HOST;
-    }
-}
-
-/* Locality levels to try, smallest groups first. */
-int
-vpPlacerLevels(const vpTopology *topo, vpLocality locality, vpLevel *out)
-{
-    static const vpLevel all[] = {VP_LEVEL_L3, VP_LEVEL_NUMA, VP_LEVEL_PACKAGE, VP_LEVEL_HOST};
-    int n = 0;
-
-    if (locality != VP_LOCALITY_AUTO) {
-        out[0] = vpPlacerLocalityLevel(locality);
-        return 1;
-    }
-    for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
-        out[n++] = all[i];
-    /* insertion sort by PUs per group: tiny n, and stable */
-    for (int i = 1; i < n; i++) {
-        for (int j = i; j > 0; j--) {
-            double a = (double)vpTopologyNPUs(topo) / vpTopologyNGroups(topo, out[j - 1]);
-            double b = (double)vpTopologyNPUs(topo) / vpTopologyNGroups(topo, out[j]);
-
-            if (b >= a)
-                break;
-            vpLevel t = out[j];
-            out[j] = out[j - 1];
-            out[j - 1] = t;
-        }
-    }
-    return n;
-}
-
 /* Free PUs of group g that the mask allows: at least what any pick there can take (a PU
  * vpPlacerCtxHold took stays counted until the next vpPlacerCtxSetMask). */
 static int
@@ -453,8 +409,7 @@ searchLevel(const vpCtx *ctx, vpLevel level, vpSmt smt, vpTier tier, int n, vpCh
             /* no pick can fill it; its walking order is still owed to this snapshot, as a
              * pick would have fixed it, so that later searches of this placement see the
              * same */
-            if (!vpPlacerOrderKept(g))
-                vpPlacerOrderEntry(ctx, g, smt < VP_SMT_LAST ? smt : VP_SMT_SHARE, false);
+            vpPlacerOrderOwe(ctx, g, smt < VP_SMT_LAST ? smt : VP_SMT_SHARE);
             continue;
         }
         pickInGroup(ctx, g, smt, tier, n, &cand);

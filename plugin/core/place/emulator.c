@@ -60,8 +60,9 @@ pickEmulatorPU(const vpCtx *ctx, vpPlan *plan, vpChoice *choice)
     return true;
 }
 
-gboolean
-vpPlacerPlaceEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
+/* Where the policy puts the emulator: the housekeeping CPUs, the vCPUs' own, or one of its own. */
+static gboolean
+placeByPolicy(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
 {
     hwloc_const_bitmap_t hk = vpTopologyHousekeeping(ctx->topo);
 
@@ -92,8 +93,8 @@ vpPlacerPlaceEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError *
 
 /* A real-time vCPU (<vcpusched> fifo or rr) would starve an emulator thread on its CPU:
  * the emulator keeps to the domain's other CPUs, or gets a free one. */
-gboolean
-vpPlacerEmulatorOffRealtime(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
+static gboolean
+offRealtime(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
 {
     g_autoptr(vpBitmap) rt = hwloc_bitmap_alloc();
 
@@ -114,4 +115,10 @@ vpPlacerEmulatorOffRealtime(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GE
                 "left for the emulator",
                 plan->domain);
     return FALSE;
+}
+
+gboolean
+vpPlacerPlaceEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
+{
+    return placeByPolicy(ctx, plan, choice, error) && offRealtime(ctx, plan, choice, error);
 }

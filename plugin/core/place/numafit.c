@@ -24,63 +24,6 @@ partClear(vpPart *part)
     g_clear_pointer(&part->mem, hwloc_bitmap_free);
 }
 
-bool
-vpPlacerHardMode(vpMemMode mode)
-{
-    return mode == VP_MEM_STRICT || mode == VP_MEM_RESTRICTIVE || mode == VP_MEM_INTERLEAVE;
-}
-
-/* Bytes still free for a domain of page size page on a NUMA node (with CPUs or without),
- * G_MAXUINT64 when the node's memory is unknown. */
-guint64
-vpPlacerGroupFree(const vpCtx *ctx, const vpPlan *plan, const vpGroup *node, guint64 page)
-{
-    guint64 held = (ctx->ledger ? vpLedgerNodeMemory(ctx->ledger, node->os, page) : 0) +
-                   vpPlanMemoryOnPages(plan, node->os, page);
-    guint64 total = 0;
-
-    if (!node->memory)
-        return G_MAXUINT64;
-    if (!page) {
-        guint64 reserve = vpTopologyNodeReserve(ctx->topo);
-
-        total = node->memory > reserve ? node->memory - reserve : 0;
-    }
-    for (unsigned i = 0; page && i < node->npools; i++) {
-        if (node->pools[i].size == page)
-            total = node->pools[i].size * node->pools[i].count;
-    }
-    return total > held ? total - held : 0;
-}
-
-guint64
-vpPlacerNodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page)
-{
-    return vpPlacerGroupFree(ctx, plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g), page);
-}
-
-/* A vCPU on a node its nodeset names takes memory there; one on a node it may use only for
- * being near a named CPU-less node takes that node's memory (the kernel binds to the nearest
- * node of the set). */
-const vpGroup *
-vpPlacerMemTarget(const vpCtx *ctx, const vpPart *part, int g)
-{
-    const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
-    int os;
-
-    if (!part->mem || node->made_up || hwloc_bitmap_isset(part->mem, node->os))
-        return node;
-    hwloc_bitmap_foreach_begin(os, part->mem)
-    {
-        const vpGroup *mem = vpTopologyMemNodeByOS(ctx->topo, os);
-
-        if (mem && hwloc_bitmap_isset(mem->near, node->os))
-            return mem;
-    }
-    hwloc_bitmap_foreach_end();
-    return node;
-}
-
 static guint64
 partFree(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, int g)
 {
@@ -112,9 +55,6 @@ partResolve(const vpTopology *topo, vpPart *part)
     part->hard = vpTopologyCpuNodesOf(topo, part->mem);
 }
 
-/* The mask for one part: usable PUs inside the cpuset, on allowed nodes (hard, then the
- * given extra limits), whose node has need bytes free: a one-node part asks its whole
- * memory, a part that may span nodes one vCPU's share (vpPlacerNodeRoom caps the rest). */
 bool *
 vpPlacerPartMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
                  hwloc_const_bitmap_t only, hwloc_const_bitmap_t avoid, bool off_own)
@@ -187,21 +127,6 @@ partRoom(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
     if (!binds)
         g_clear_pointer(&room, g_free);
     return room;
-}
-
-/* vCPUs the node of logical PU pu may still take beyond those the pick has there: the
- * memory ask per node of a spanning part (ctx->room), else no limit. */
-int
-vpPlacerNodeRoom(const vpCtx *ctx, const vpPick *pick, int pu)
-{
-    int g, used = 0;
-
-    if (!ctx->room)
-        return G_MAXINT;
-    g = vpTopologyNodeOfPU(ctx->topo, pu);
-    for (int i = 0; i < pick->n; i++)
-        used += vpTopologyNodeOfPU(ctx->topo, pick->pus[i]) == g;
-    return MAX(ctx->room[g] - used, 0);
 }
 
 /* The vpPlacerSearch with the policy's own fallbacks (unmet=degrade), as for a whole domain.
@@ -492,7 +417,7 @@ GArray *
 vpPlacerCutParts(const vpTopology *topo, const vpRequest *req, const unsigned *ids, unsigned n)
 {
     GArray *parts = g_array_new(FALSE, TRUE, sizeof(vpPart));
-    hwloc_const_bitmap_t hard = vpPlacerHardMode(req->mem_mode) ? req->nodeset : NULL;
+    hwloc_const_bitmap_t hard = vpMemModeHard(req->mem_mode) ? req->nodeset : NULL;
     hwloc_const_bitmap_t prefer = req->mem_mode == VP_MEM_PREFERRED ? req->nodeset : NULL;
     g_autofree unsigned *rest = g_new(unsigned, n);
     g_autoptr(vpBitmap) incell = hwloc_bitmap_alloc();
@@ -503,7 +428,7 @@ vpPlacerCutParts(const vpTopology *topo, const vpRequest *req, const unsigned *i
         const vpCell *cell = &req->cells[c];
         g_autofree unsigned *cids = g_new(unsigned, n);
         unsigned k = 0;
-        bool chard = cell->mode != VP_MEM_NONE ? vpPlacerHardMode(cell->mode) : hard != NULL;
+        bool chard = cell->mode != VP_MEM_NONE ? vpMemModeHard(cell->mode) : hard != NULL;
         hwloc_const_bitmap_t cnodes = cell->mode != VP_MEM_NONE ? cell->nodeset : req->nodeset;
 
         for (unsigned i = 0; i < n; i++) {
@@ -579,8 +504,6 @@ checkNodeset(const vpTopology *topo, const vpRequest *req, hwloc_const_bitmap_t 
     return TRUE;
 }
 
-/* Refusals for what no placement could meet: nodes the host lacks, a cpuset of no usable
- * CPU, more memory than the host has. */
 gboolean
 vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **error)
 {
@@ -623,13 +546,11 @@ vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **
     return TRUE;
 }
 
-/* A domain whose memory no single node holds, cut into k shares on k distinct nodes (what
- * Nova's hw:numa_nodes asks of a large flavor): vCPUs and memory split evenly. */
 GArray *
 vpPlacerSplitByMemory(const vpRequest *req, const unsigned *ids, unsigned n, unsigned k)
 {
     GArray *parts = g_array_new(FALSE, TRUE, sizeof(vpPart));
-    hwloc_const_bitmap_t hard = vpPlacerHardMode(req->mem_mode) ? req->nodeset : NULL;
+    hwloc_const_bitmap_t hard = vpMemModeHard(req->mem_mode) ? req->nodeset : NULL;
     hwloc_const_bitmap_t prefer = req->mem_mode == VP_MEM_PREFERRED ? req->nodeset : NULL;
     unsigned start = 0;
 
@@ -644,8 +565,6 @@ vpPlacerSplitByMemory(const vpRequest *req, const unsigned *ids, unsigned n, uns
     return parts;
 }
 
-/* Only memory that no node could hold even when empty of others' memory is cut: a domain
- * refused for CPUs, or asking locality=l3/numa, keeps its refusal. */
 bool
 vpPlacerSplittable(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
                    GArray *parts)

@@ -21,33 +21,12 @@
  *    overcommit operators of shared CPU pools expect, and what the rebalancer later undoes
  *    when room appears.
  *
- * Step 1 lives in snapshot.c, steps 2 and 3 in corepick.c, the refusal's figures in
- * refusal.c, the emulator threads in emulator.c, and the domain's NUMA statements, cpuset
- * and memory in numafit.c (placerpriv.h is what they share); this file puts them together.
+ * Step 1 lives in snapshot.c (with the memory each node has free for this placement),
+ * steps 2 and 3 in corepick.c, the refusal's figures in refusal.c, the emulator threads in
+ * emulator.c, and the domain's NUMA statements, cpuset and memory in numafit.c
+ * (placerpriv.h is what they share); this file puts them together.
  */
 #include "core/place/placerpriv.h"
-
-#include <stdarg.h>
-
-void
-vpPlanDegrade(vpPlan *plan, const char *fmt, ...)
-{
-    va_list ap;
-    g_autofree char *msg = NULL;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    plan->degraded = true;
-    if (plan->degraded_reason) {
-        char *joined = g_strdup_printf("%s; %s", plan->degraded_reason, msg);
-
-        g_free(plan->degraded_reason);
-        plan->degraded_reason = joined;
-    } else {
-        plan->degraded_reason = g_steal_pointer(&msg);
-    }
-}
 
 /* Guest threads per core that line up with the host cores pack took: the largest divisor
  * of the smallest core's size that also divides the vCPU count and whose every block of
@@ -188,8 +167,8 @@ placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, 
     if (req->policy.smt == VP_SMT_PACK)
         plan->beside_others = packBesideOthers(&ctx, &choice);
     /* the emulator too stays inside the cpuset and the hard nodes */
-    if (req->cpuset || (vpPlacerHardMode(req->mem_mode) && req->nodeset)) {
-        g_autoptr(vpBitmap) cpu_nodes = vpPlacerHardMode(req->mem_mode) && req->nodeset
+    if (req->cpuset || (vpMemModeHard(req->mem_mode) && req->nodeset)) {
+        g_autoptr(vpBitmap) cpu_nodes = vpMemModeHard(req->mem_mode) && req->nodeset
                                             ? vpTopologyCpuNodesOf(topo, req->nodeset)
                                             : NULL;
         vpPart whole = {.hard = cpu_nodes};
@@ -199,8 +178,7 @@ placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, 
     }
     if (req->emulator_pin)
         hwloc_bitmap_copy(plan->emulator, req->emulator_pin);
-    else if (!vpPlacerPlaceEmulator(&ctx, plan, &choice, error) ||
-             !vpPlacerEmulatorOffRealtime(&ctx, plan, &choice, error))
+    else if (!vpPlacerPlaceEmulator(&ctx, plan, &choice, error))
         goto out;
     if (req->cpuset && !req->emulator_pin &&
         !hwloc_bitmap_isincluded(plan->emulator, req->cpuset)) {

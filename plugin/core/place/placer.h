@@ -22,8 +22,3 @@ int vpPlacerLevels(const vpTopology *topo, vpLocality locality, vpLevel *out);
  * free, its destination holds it. Without moves, vpLedgerOwner(). */
 vpOwner vpOwnerAfterMoves(const vpTopology *topo, const vpLedger *ledger, const vpMove *moves,
                           unsigned nmoves, int pu);
-
-/* Marks plan degraded and appends the formatted reason to degraded_reason, "; "-separated,
- * so a plan relaxed for several reasons names them all. Shared with vpPlanResize(), which
- * relaxes plans the same way. */
-void vpPlanDegrade(vpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

@@ -1,6 +1,8 @@
 /*
- * The placer's parts, shared by the files that make it up (placer.c has the outline);
- * nothing outside the placer includes this.
+ * The placer's private header: the snapshot, pick and part types, and what each of its
+ * files offers the others (placer.c has the outline and includes the rest through here).
+ * Calls run one way: placer.c -> numafit.c -> corepick.c -> refusal.c -> snapshot.c, and
+ * emulator.c beside numafit.c. Nothing outside plugin/core/place includes this.
  */
 #pragma once
 
@@ -68,15 +70,6 @@ typedef struct {
     vpPick pick;
 } vpChoice;
 
-/* A group's walking order (orderCores): sort keys taken from the snapshot of the search
- * that first reached the group, sorted into cores only once a pick walks it. */
-typedef struct {
-    const vpGroup *g;
-    vpSmt smt;
-    guint64 *keys; /* NULL while owed (ctx->owed) */
-    int *cores;    /* NULL until sorted */
-} vpOrder;
-
 /* One part of a domain, placed as one (see "Constraints" in numafit.c). */
 typedef struct {
     unsigned n;
@@ -113,50 +106,88 @@ coreIdle(const vpCtx *ctx, int c)
     return ctx->rel[c] == VP_TRUST_NONE && ctx->nok[c] > 0;
 }
 
-/* snapshot.c: the per-placement snapshot of the host (vpCtx) and the walking order */
-bool vpPlacerMovedPU(const vpCtx *ctx, int pu);
+/*
+ * snapshot.c: the host as one placement sees it. Each call of vpPlaceAfter() takes one
+ * snapshot (vpPlacerCtxInit), narrows it to the part being placed (vpPlacerCtxSetMask),
+ * takes what each part placed out of it (vpPlacerCtxHold) and frees it (vpPlacerCtxClear).
+ */
 void vpPlacerCtxInit(vpCtx *ctx, const vpTopology *topo, const vpLedger *ledger,
                      const vpRequest *req, const vpMove *moves, unsigned nmoves);
 void vpPlacerCtxClear(vpCtx *ctx);
-vpOrder *vpPlacerOrderEntry(const vpCtx *ctx, const vpGroup *g, vpSmt smt, bool now);
-bool vpPlacerOrderKept(const vpGroup *g);
-const int *vpPlacerOrderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt);
+/* Only PUs ok[] allows (NULL: every PU) count as free until the next call. */
 void vpPlacerCtxSetMask(vpCtx *ctx, const bool *ok);
+/* What a placed part holds is no longer free for the next part; its cores count as the
+ * domain's own for spread's sibling tiers. */
 void vpPlacerCtxHold(vpCtx *ctx, const vpPick *pick);
-
-/* corepick.c: which cores a policy takes, tier by tier and level by level */
-void vpPlacerPickInit(vpPick *pick, unsigned n);
-void vpPlacerPickClear(vpPick *pick);
+/* Whether a move of the snapshot's (compaction) leaves or reaches logical PU pu. */
+bool vpPlacerMovedPU(const vpCtx *ctx, int pu);
+/* Group g's cores, roomiest NUMA node first and inside it roomiest L3 first, then in
+ * topology order: a VM that must spill over several nodes or L3s then takes the fewest, not
+ * the first ones with any room. Groups no larger than an L3 keep topology order. The order
+ * is fixed once per placement, by the snapshot of the first search that reaches g. */
+const int *vpPlacerOrderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt);
+/* A search passed g by: its order is still fixed by this snapshot, taken before it changes. */
+void vpPlacerOrderOwe(const vpCtx *ctx, const vpGroup *g, vpSmt smt);
+/* The level a locality names: l3, numa, package; VP_LEVEL_HOST for the others. */
 vpLevel vpPlacerLocalityLevel(vpLocality locality);
-bool vpPlacerSearch(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best);
-bool vpPlacerPickOvercommit(const vpCtx *ctx, int n, vpChoice *choice);
-
-/* refusal.c: the figures a refusal gives an operator */
-const char *vpPlacerLevelPhrase(vpLevel level);
-char *vpPlacerSplitImpossible(const vpCtx *ctx, unsigned nodes, int n);
-char *vpPlacerRefusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n);
-char *vpPlacerBytesText(guint64 bytes);
-char *vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part);
-
-/* emulator.c: where the emulator threads go */
-gboolean vpPlacerPlaceEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error);
-gboolean vpPlacerEmulatorOffRealtime(const vpCtx *ctx, vpPlan *plan, vpChoice *choice,
-                                     GError **error);
-
-/* numafit.c: NUMA statements, the cpuset and memory: parts, masks and what each node holds */
-bool vpPlacerHardMode(vpMemMode mode);
-guint64 vpPlacerNodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page);
+/* Bytes still free for a domain of page size page on a NUMA node (with CPUs or without),
+ * the plan's earlier parts counted; G_MAXUINT64 when the node's memory is unknown. */
 guint64 vpPlacerGroupFree(const vpCtx *ctx, const vpPlan *plan, const vpGroup *node, guint64 page);
 /* The node that holds the memory of a part's vCPUs on NUMA group g: g itself, or the
- * CPU-less node of part->mem near g. */
+ * CPU-less node of part->mem near g (the kernel binds to the nearest node of the set). */
 const vpGroup *vpPlacerMemTarget(const vpCtx *ctx, const vpPart *part, int g);
-bool *vpPlacerPartMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
-                       hwloc_const_bitmap_t only, hwloc_const_bitmap_t avoid, bool off_own);
+/* vCPUs the node of logical PU pu may still take beyond those the pick has there: the
+ * memory ask per node of a spanning part (ctx->room), else no limit. */
 int vpPlacerNodeRoom(const vpCtx *ctx, const vpPick *pick, int pu);
-gboolean vpPlacerPlaceParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GError **error);
+
+/* corepick.c: which cores a policy takes, tier by tier and level by level. */
+void vpPlacerPickInit(vpPick *pick, unsigned n);
+void vpPlacerPickClear(vpPick *pick);
+/* The best pick of n PUs for smt at the locality's levels, the policy's tiers in order
+ * (numa:N: one block per node); false when no group of any level holds it. */
+bool vpPlacerSearch(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best);
+/* smt=share with no free PU left: free PUs first, then PUs only share domains hold, by
+ * fewest holders; false when even that leaves n short. */
+bool vpPlacerPickOvercommit(const vpCtx *ctx, int n, vpChoice *choice);
+
+/* refusal.c: the figures a refusal gives an operator (each returned string: caller frees). */
+/* "L3 group", "NUMA node", "package", "cluster" or "host". */
+const char *vpPlacerLevelPhrase(vpLevel level);
+/* Why locality=numa:nodes cannot be asked of this host at all, or NULL: nodes must divide
+ * the n vCPUs and the host must have that many nodes. */
+char *vpPlacerSplitImpossible(const vpCtx *ctx, unsigned nodes, int n);
+/* What n vCPUs of smt needed at the locality and what the best group of each level had. */
+char *vpPlacerRefusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n);
+/* bytes as vpMemoryFormat() writes it, "unknown" for G_MAXUINT64. */
+char *vpPlacerBytesText(guint64 bytes);
+/* "4 vCPUs with smt=isolate need 4 free whole cores on nodes 5; node 5 has 2": the figures
+ * per allowed node, and the free memory of each allowed node when memory was short. */
+char *vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part);
+
+/* emulator.c: the emulator threads as the policy asks (housekeeping, the vCPUs' CPUs, a
+ * dedicated PU), kept off real-time vCPUs; a refusal when it cannot be met. */
+gboolean vpPlacerPlaceEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error);
+
+/* numafit.c: the domain's NUMA statements, cpuset and memory, as parts placed one by one. */
+/* Refusals for what no placement could meet: nodes the host lacks, a cpuset of no usable
+ * CPU, more memory than the host has. */
+gboolean vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **error);
+/* The domain cut into parts (vpPart) of the online vCPU ids (ascending): one per guest cell,
+ * per node of an interleave nodeset, else one. */
 GArray *vpPlacerCutParts(const vpTopology *topo, const vpRequest *req, const unsigned *ids,
                          unsigned n);
-gboolean vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **error);
-GArray *vpPlacerSplitByMemory(const vpRequest *req, const unsigned *ids, unsigned n, unsigned k);
+/* Places each part in turn into plan, all of them merged into *all. */
+gboolean vpPlacerPlaceParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GError **error);
+/* The mask for one part: usable PUs inside the cpuset, on allowed nodes (hard, then only and
+ * not avoid), whose node has need bytes free; off_own: off the domain's own emulator and
+ * iothread pins. Caller frees. */
+bool *vpPlacerPartMask(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, guint64 need,
+                       hwloc_const_bitmap_t only, hwloc_const_bitmap_t avoid, bool off_own);
+/* Whether a refused domain may be cut by its memory: only memory that no node could hold
+ * even when empty of others' memory is cut; a domain refused for CPUs, or asking
+ * locality=l3/numa, keeps its refusal. */
 bool vpPlacerSplittable(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
                         GArray *parts);
+/* The domain cut into k shares on k distinct nodes (what Nova's hw:numa_nodes asks of a
+ * large flavor): vCPUs and memory split evenly. */
+GArray *vpPlacerSplitByMemory(const vpRequest *req, const unsigned *ids, unsigned n, unsigned k);

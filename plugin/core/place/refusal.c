@@ -67,8 +67,6 @@ need(long n)
     return n == 1 ? "needs" : "need";
 }
 
-/* Why a split cannot be asked of this host at all, or NULL: N must divide the vCPUs and
- * the host must have N nodes. */
 char *
 vpPlacerSplitImpossible(const vpCtx *ctx, unsigned nodes, int n)
 {
@@ -194,8 +192,12 @@ memNodesText(const vpCtx *ctx, const vpPlan *plan, const vpPart *part, GString *
     hwloc_bitmap_foreach_end();
 }
 
-/* "4 vCPUs with smt=isolate need 4 free whole cores on nodes 5; node 5 has 2": the figures
- * per allowed node, and the free memory of each allowed node when memory was short. */
+static guint64
+nodeFree(const vpCtx *ctx, const vpPlan *plan, int g, guint64 page)
+{
+    return vpPlacerGroupFree(ctx, plan, vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g), page);
+}
+
 char *
 vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
 {
@@ -241,7 +243,7 @@ vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *part)
     }
     for (int g = 0; g < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); g++) {
         const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
-        g_autofree char *mem = vpPlacerBytesText(vpPlacerNodeFree(ctx, plan, g, page));
+        g_autofree char *mem = vpPlacerBytesText(nodeFree(ctx, plan, g, page));
 
         if (node->made_up || (part->hard && !hwloc_bitmap_isset(part->hard, node->os)))
             continue;

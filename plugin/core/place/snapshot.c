@@ -1,12 +1,22 @@
 /*
  * The placer's snapshot of the host, taken once per placement: per core the free usable PUs
- * and who holds the others (see placer.c, step 1), the mask of the part being placed, and
- * each group's walking order.
+ * and who holds the others (see placer.c, step 1), the mask of the part being placed, each
+ * group's walking order, the locality levels to try and the memory each node has free. The
+ * placer's other files all ask it; it asks none of them.
  */
 #include "core/place/placerpriv.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* A group's walking order (vpPlacerOrderCores): sort keys taken from the snapshot of the search
+ * that first reached the group, sorted into cores only once a pick walks it. */
+typedef struct {
+    const vpGroup *g;
+    vpSmt smt;
+    guint64 *keys; /* NULL while owed (ctx->owed) */
+    int *cores;    /* NULL until sorted */
+} vpOrder;
 
 /* A core holding a vCPU of a pack or isolate VM is that VM's (or its cookie group's): its
  * free siblings are no stranger's at any tier. A pack VM of a cookie group leaves them free
@@ -258,8 +268,8 @@ orderKeys(const vpCtx *ctx, vpOrder *order)
 /* The room depends only on the snapshot and the policy, so each group's order is fixed once
  * per placement (the ctx owns it), by the snapshot of the first vpPlacerSearch that reaches the
  * group; its keys are taken at once when needed now, else before the snapshot changes. */
-vpOrder *
-vpPlacerOrderEntry(const vpCtx *ctx, const vpGroup *g, vpSmt smt, bool now)
+static vpOrder *
+orderEntry(const vpCtx *ctx, const vpGroup *g, vpSmt smt, bool now)
 {
     vpOrder *order = g_hash_table_lookup(ctx->orders[smt], g);
 
@@ -289,23 +299,20 @@ orderSettle(const vpCtx *ctx)
     g_ptr_array_set_size(ctx->owed, 0);
 }
 
-bool
-vpPlacerOrderKept(const vpGroup *g)
+static bool
+orderKept(const vpGroup *g)
 {
     return g->level <= VP_LEVEL_L3 || g->ncores < 2;
 }
 
-/* The group's cores, roomiest NUMA node first and inside it roomiest L3 first, then in
- * topology order: a VM that must spill over several nodes or L3s then takes the fewest, not
- * the first ones with any room. Groups no larger than an L3 keep topology order. */
 const int *
 vpPlacerOrderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
 {
     vpOrder *order;
 
-    if (vpPlacerOrderKept(g))
+    if (orderKept(g))
         return g->cores;
-    order = vpPlacerOrderEntry(ctx, g, smt, true);
+    order = orderEntry(ctx, g, smt, true);
     if (!order->cores) {
         qsort(order->keys, g->ncores, sizeof(guint64), compareKeys);
         order->cores = g_new(int, g->ncores);
@@ -314,6 +321,13 @@ vpPlacerOrderCores(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
                 (int)(order->keys[i] & ((G_GUINT64_CONSTANT(1) << VP_ORDER_BITS) - 1));
     }
     return order->cores;
+}
+
+void
+vpPlacerOrderOwe(const vpCtx *ctx, const vpGroup *g, vpSmt smt)
+{
+    if (!orderKept(g))
+        orderEntry(ctx, g, smt, false);
 }
 
 void
@@ -332,8 +346,6 @@ vpPlacerCtxSetMask(vpCtx *ctx, const bool *ok)
     }
 }
 
-/* What a placed part holds is no longer free for the next part; its cores count as the
- * domain's own for spread's sibling tiers. */
 void
 vpPlacerCtxHold(vpCtx *ctx, const vpPick *pick)
 {
@@ -348,4 +360,101 @@ vpPlacerCtxHold(vpCtx *ctx, const vpPick *pick)
         ctx->nfree[c]--;
         ctx->rel[c] = MAX(ctx->rel[c], VP_TRUST_GROUP);
     }
+}
+
+vpLevel
+vpPlacerLocalityLevel(vpLocality locality)
+{
+    switch (locality) {
+    case VP_LOCALITY_L3:
+        return VP_LEVEL_L3;
+    case VP_LOCALITY_NUMA:
+        return VP_LEVEL_NUMA;
+    case VP_LOCALITY_PACKAGE:
+        return VP_LEVEL_PACKAGE;
+    default:
+        return VP_LEVEL_HOST;
+    }
+}
+
+/* Locality levels to try, smallest groups first. */
+int
+vpPlacerLevels(const vpTopology *topo, vpLocality locality, vpLevel *out)
+{
+    static const vpLevel all[] = {VP_LEVEL_L3, VP_LEVEL_NUMA, VP_LEVEL_PACKAGE, VP_LEVEL_HOST};
+    int n = 0;
+
+    if (locality != VP_LOCALITY_AUTO) {
+        out[0] = vpPlacerLocalityLevel(locality);
+        return 1;
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
+        out[n++] = all[i];
+    /* insertion sort by PUs per group: tiny n, and stable */
+    for (int i = 1; i < n; i++) {
+        for (int j = i; j > 0; j--) {
+            double a = (double)vpTopologyNPUs(topo) / vpTopologyNGroups(topo, out[j - 1]);
+            double b = (double)vpTopologyNPUs(topo) / vpTopologyNGroups(topo, out[j]);
+
+            if (b >= a)
+                break;
+            vpLevel t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    }
+    return n;
+}
+
+guint64
+vpPlacerGroupFree(const vpCtx *ctx, const vpPlan *plan, const vpGroup *node, guint64 page)
+{
+    guint64 held = (ctx->ledger ? vpLedgerNodeMemory(ctx->ledger, node->os, page) : 0) +
+                   vpPlanMemoryOnPages(plan, node->os, page);
+    guint64 total = 0;
+
+    if (!node->memory)
+        return G_MAXUINT64;
+    if (!page) {
+        guint64 reserve = vpTopologyNodeReserve(ctx->topo);
+
+        total = node->memory > reserve ? node->memory - reserve : 0;
+    }
+    for (unsigned i = 0; page && i < node->npools; i++) {
+        if (node->pools[i].size == page)
+            total = node->pools[i].size * node->pools[i].count;
+    }
+    return total > held ? total - held : 0;
+}
+
+const vpGroup *
+vpPlacerMemTarget(const vpCtx *ctx, const vpPart *part, int g)
+{
+    const vpGroup *node = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, g);
+    int os;
+
+    if (!part->mem || node->made_up || hwloc_bitmap_isset(part->mem, node->os))
+        return node;
+    hwloc_bitmap_foreach_begin(os, part->mem)
+    {
+        const vpGroup *mem = vpTopologyMemNodeByOS(ctx->topo, os);
+
+        if (mem && hwloc_bitmap_isset(mem->near, node->os))
+            return mem;
+    }
+    hwloc_bitmap_foreach_end();
+    return node;
+}
+
+int
+vpPlacerNodeRoom(const vpCtx *ctx, const vpPick *pick, int pu)
+{
+    int g, used = 0;
+
+    if (!ctx->room)
+        return G_MAXINT;
+    g = vpTopologyNodeOfPU(ctx->topo, pu);
+    for (int i = 0; i < pick->n; i++)
+        used += vpTopologyNodeOfPU(ctx->topo, pick->pus[i]) == g;
+    return MAX(ctx->room[g] - used, 0);
 }
