@@ -64,18 +64,18 @@ vpPressureConfigInit(vpPressureConfig *cfg)
     cfg->persistence = 5;
 }
 
-static gboolean
+static bool
 checkRange(const char *field, double v, double lo, bool lo_open, double hi, GError **error)
 {
     if (isnan(v) || v < lo || (lo_open && v == lo) || v > hi) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%g is outside %c%g, %g]", field, v,
                     lo_open ? '(' : '[', lo, hi);
-        return FALSE;
+        return false;
     }
-    return TRUE;
+    return true;
 }
 
-gboolean
+bool
 vpPressureConfigValidate(const vpPressureConfig *cfg, GError **error)
 {
     if (!checkRange("alpha", cfg->alpha, 0, true, 1, error) ||
@@ -84,14 +84,14 @@ vpPressureConfigValidate(const vpPressureConfig *cfg, GError **error)
         !checkRange("hot_corun", cfg->hot_corun, 0, true, 8, error) ||
         !checkRange("idle_busy", cfg->idle_busy, 0, false, 1, error) ||
         !checkRange("persistence", cfg->persistence, 1, false, 3600, error))
-        return FALSE;
+        return false;
     if (cfg->cool_wait > cfg->hot_wait) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "cool_wait=%g is above hot_wait=%g; it must not be", cfg->cool_wait,
                     cfg->hot_wait);
-        return FALSE;
+        return false;
     }
-    return TRUE;
+    return true;
 }
 
 /* --- model --- */

@@ -17,6 +17,7 @@
 #include "core/model/ledger.h"
 #include "core/model/topology.h"
 #include <json-glib/json-glib.h>
+#include <stdbool.h>
 
 /* Which counters a sample carries: a monitor may lack some (no schedstat, no perf). */
 typedef enum {
@@ -80,7 +81,7 @@ typedef struct {
 /* alpha 0.3, hot_wait 0.10, cool_wait 0.05, hot_corun 0.20, idle_busy 0.10,
  * persistence 5. */
 void vpPressureConfigInit(vpPressureConfig *cfg);
-gboolean vpPressureConfigValidate(const vpPressureConfig *cfg, GError **error);
+bool vpPressureConfigValidate(const vpPressureConfig *cfg, GError **error);
 
 /* Smoothed figures are fractions of wall time, wakeups per second. */
 typedef struct {

@@ -118,7 +118,7 @@ vpPressureInputToJson(const vpPressureInput *in)
 
 /* Reads member name of obj as a non-negative integer into *out; *present says whether the
  * member was there (NULL: it must be). where names the object in messages. */
-static gboolean
+static bool
 getCount(JsonObject *obj, const char *where, const char *name, guint64 max, guint64 *out,
          bool *present, GError **error)
 {
@@ -129,27 +129,27 @@ getCount(JsonObject *obj, const char *where, const char *name, guint64 max, guin
         *present = n != NULL;
     if (!n) {
         if (present)
-            return TRUE;
+            return true;
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.%s is missing", where, name);
-        return FALSE;
+        return false;
     }
     if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.%s is not an integer", where, name);
-        return FALSE;
+        return false;
     }
     v = json_node_get_int(n);
     if (v < 0 || (guint64)v > max) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "%s.%s=%" G_GINT64_FORMAT " is outside [0, %" G_GUINT64_FORMAT "]", where, name,
                     v, max);
-        return FALSE;
+        return false;
     }
     *out = v;
-    return TRUE;
+    return true;
 }
 
 /* Two counters that are only meaningful together. */
-static gboolean
+static bool
 getPair(JsonObject *obj, const char *where, const char *a, const char *b, guint64 max, guint64 *va,
         guint64 *vb, bool *present, GError **error)
 {
@@ -157,17 +157,17 @@ getPair(JsonObject *obj, const char *where, const char *a, const char *b, guint6
 
     if (!getCount(obj, where, a, max, va, &pa, error) ||
         !getCount(obj, where, b, max, vb, &pb, error))
-        return FALSE;
+        return false;
     if (pa != pb) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s has %s but not %s", where, pa ? a : b,
                     pa ? b : a);
-        return FALSE;
+        return false;
     }
     *present = pa;
-    return TRUE;
+    return true;
 }
 
-static gboolean
+static bool
 vcpuFromJson(JsonNode *node, const char *where, vpPressureSample *s, GError **error)
 {
     static const char *const allowed[] = {
@@ -181,47 +181,47 @@ vcpuFromJson(JsonNode *node, const char *where, vpPressureSample *s, GError **er
 
     if (!JSON_NODE_HOLDS_OBJECT(node)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
-        return FALSE;
+        return false;
     }
     obj = json_node_get_object(node);
     if (!vpJsonCheckKeys(obj, where, allowed, error))
-        return FALSE;
+        return false;
     dom = json_object_get_member(obj, "domain");
     if (!dom || !JSON_NODE_HOLDS_VALUE(dom) || json_node_get_value_type(dom) != G_TYPE_STRING ||
         !*json_node_get_string(dom)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.domain is missing or not a name", where);
-        return FALSE;
+        return false;
     }
     if (!getCount(obj, where, "vcpu", MAX_VCPU, &v, NULL, error))
-        return FALSE;
+        return false;
     s->vcpu = v;
     if (!getCount(obj, where, "interval_ns", MAX_INTERVAL_NS, &s->interval_ns, NULL, error))
-        return FALSE;
+        return false;
     if (s->interval_ns == 0) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.interval_ns=0 is not an interval",
                     where);
-        return FALSE;
+        return false;
     }
     lim = s->interval_ns * MAX_DELTA_FACTOR;
     s->have = 0;
     if (!getPair(obj, where, "run_ns", "wait_ns", lim, &s->run_ns, &s->wait_ns, &present, error))
-        return FALSE;
+        return false;
     s->have |= present ? VP_HAVE_SCHEDSTAT : 0;
     if (!getPair(obj, where, "voluntary", "involuntary", G_MAXINT64, &s->voluntary, &s->involuntary,
                  &present, error))
-        return FALSE;
+        return false;
     s->have |= present ? VP_HAVE_SWITCHES : 0;
     if (!getCount(obj, where, "migrations", G_MAXINT64, &s->migrations, &present, error))
-        return FALSE;
+        return false;
     s->have |= present ? VP_HAVE_MIGRATIONS : 0;
     if (!getCount(obj, where, "forceidle_ns", lim, &s->forceidle_ns, &present, error))
-        return FALSE;
+        return false;
     s->have |= present ? VP_HAVE_FORCEIDLE : 0;
     s->domain = g_strdup(json_node_get_string(dom));
-    return TRUE;
+    return true;
 }
 
-static gboolean
+static bool
 cpuFromJson(JsonNode *node, const char *where, vpCpuSample *c, GError **error)
 {
     static const char *const allowed[] = {"cpu", "interval_ns", "busy_ns", NULL};
@@ -230,18 +230,18 @@ cpuFromJson(JsonNode *node, const char *where, vpCpuSample *c, GError **error)
 
     if (!JSON_NODE_HOLDS_OBJECT(node)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
-        return FALSE;
+        return false;
     }
     obj = json_node_get_object(node);
     if (!vpJsonCheckKeys(obj, where, allowed, error) ||
         !getCount(obj, where, "cpu", 65535, &v, NULL, error) ||
         !getCount(obj, where, "interval_ns", MAX_INTERVAL_NS, &c->interval_ns, NULL, error))
-        return FALSE;
+        return false;
     c->cpu = v;
     if (c->interval_ns == 0) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s.interval_ns=0 is not an interval",
                     where);
-        return FALSE;
+        return false;
     }
     return getCount(obj, where, "busy_ns", c->interval_ns * MAX_DELTA_FACTOR, &c->busy_ns, NULL,
                     error);

@@ -21,31 +21,31 @@ vpRebalanceConfigInit(vpRebalanceConfig *cfg)
     cfg->coupled_wakeups = 1000;
 }
 
-gboolean
+bool
 vpRebalanceConfigValidate(const vpRebalanceConfig *cfg, GError **error)
 {
     if (cfg->max_moves < 1 || cfg->max_moves > 1000) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "max_moves=%u is outside [1, 1000]",
                     cfg->max_moves);
-        return FALSE;
+        return false;
     }
     if (cfg->min_residency_ns < 0 || cfg->memory_ns < cfg->min_residency_ns) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "memory=%gs must be at least min_residency=%gs (and neither negative)",
                     (double)cfg->memory_ns / NS, (double)cfg->min_residency_ns / NS);
-        return FALSE;
+        return false;
     }
     if (cfg->return_quiet > 86400) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "return_quiet=%u is outside [0, 86400]",
                     cfg->return_quiet);
-        return FALSE;
+        return false;
     }
     if (!(cfg->coupled_wakeups > 0) || cfg->coupled_wakeups > 1e7) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "coupled_wakeups=%g is outside (0, 10000000]", cfg->coupled_wakeups);
-        return FALSE;
+        return false;
     }
-    return TRUE;
+    return true;
 }
 
 void

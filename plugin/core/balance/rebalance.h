@@ -37,6 +37,8 @@
 #include "core/balance/pressure.h"
 #include "core/model/topology.h"
 
+#include <stdbool.h>
+
 typedef struct {
     unsigned max_moves;      /* decisions per pass (a pack core is one), >= 1 */
     gint64 min_residency_ns; /* a moved vCPU stays at least this long */
@@ -47,7 +49,7 @@ typedef struct {
 
 /* max_moves 2, min_residency 60 s, memory 600 s, return_quiet 30, coupled_wakeups 1000. */
 void vpRebalanceConfigInit(vpRebalanceConfig *cfg);
-gboolean vpRebalanceConfigValidate(const vpRebalanceConfig *cfg, GError **error);
+bool vpRebalanceConfigValidate(const vpRebalanceConfig *cfg, GError **error);
 
 /* vpMove is plan.h's: rebalance and admission moves go through one actuator. */
 void vpMoveFree(vpMove *move);
@@ -71,7 +73,7 @@ GPtrArray *vpRebalancePlan(const vpRebalancer *rb, const vpPressure *p, const vp
  * followed the vCPUs still following them, and the locality level widened if a move left
  * it; then vpLedgerReplace. All or nothing. An overcommitted smt=share plan that no longer
  * time-shares a PU afterwards loses its overcommit flag and that part of its degradation. */
-gboolean vpRebalanceApply(vpLedger *ledger, GPtrArray *moves, GError **error);
+bool vpRebalanceApply(vpLedger *ledger, GPtrArray *moves, GError **error);
 /* Records actuated moves (residency, memory, counts) and restarts the pressure figures
  * of the PUs and vCPUs involved, so that what follows is measured afresh. */
 void vpRebalanceCommit(vpRebalancer *rb, vpPressure *p, const vpTopology *topo, GPtrArray *moves,

@@ -159,7 +159,7 @@ settleOvercommit(vpLedger *ledger)
     }
 }
 
-gboolean
+bool
 vpRebalanceApply(vpLedger *ledger, GPtrArray *moves, GError **error)
 {
     const vpTopology *topo = vpLedgerTopology(ledger);
@@ -182,7 +182,7 @@ vpRebalanceApply(vpLedger *ledger, GPtrArray *moves, GError **error)
                 g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                             "move of vCPU %u: domain '%s' is not in the ledger", m->vcpu,
                             m->domain);
-                return FALSE;
+                return false;
             }
             g_ptr_array_add(olds, vpPlanCopy(cur));
             plan = vpPlanCopy(cur);
@@ -196,7 +196,7 @@ vpRebalanceApply(vpLedger *ledger, GPtrArray *moves, GError **error)
                         m->vcpu, m->domain, m->from, m->to,
                         m->vcpu < plan->nvcpus ? "is elsewhere or the target is unknown"
                                                : "does not exist");
-            return FALSE;
+            return false;
         }
         plan->vcpu_pu[m->vcpu] = m->to;
     }
@@ -215,9 +215,9 @@ vpRebalanceApply(vpLedger *ledger, GPtrArray *moves, GError **error)
     }
     if (done == news->len) {
         settleOvercommit(ledger);
-        return TRUE;
+        return true;
     }
     while (done-- > 0)
         vpLedgerReplace(ledger, g_ptr_array_index(olds, done), NULL);
-    return FALSE;
+    return false;
 }

@@ -10,6 +10,8 @@
 #include "core/balance/rebalance.h"
 #include "core/model/trust.h"
 
+#include <stdbool.h>
+
 #define NS 1000000000LL
 #define MAX_BACKOFF_SHIFT 6
 /* Cores whose busy figures differ by less than this are equally good: the lower index wins,

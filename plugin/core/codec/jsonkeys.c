@@ -1,7 +1,7 @@
 #include "core/codec/jsonkeys.h"
 #include "core/model/error.h"
 
-gboolean
+bool
 vpJsonCheckKeys(JsonObject *obj, const char *object, const char *const *known, GError **error)
 {
     g_autoptr(GList) members = json_object_get_members(obj);
@@ -10,8 +10,8 @@ vpJsonCheckKeys(JsonObject *obj, const char *object, const char *const *known, G
         if (!g_strv_contains(known, m->data)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "unknown key '%s' in %s",
                         (const char *)m->data, object);
-            return FALSE;
+            return false;
         }
     }
-    return TRUE;
+    return true;
 }

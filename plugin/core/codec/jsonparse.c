@@ -5,6 +5,7 @@
 #include "core/codec/jsonparse.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 GQuark
@@ -13,22 +14,22 @@ vpJsonErrorQuark(void)
     return g_quark_from_static_string("vp-json-error-quark");
 }
 
-static gboolean
+static bool
 scanFail(GError **error, gsize at, const char *what)
 {
     g_set_error(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID, "at byte %zu: %s", at, what);
-    return FALSE;
+    return false;
 }
 
 /* A string starting at text[*i] == '"': moves *i to its closing quote. */
-static gboolean
+static bool
 scanString(const char *text, gsize len, gsize *i, GError **error)
 {
     gsize start = *i;
     for (gsize j = start + 1; j < len; j++) {
         if (text[j] == '"') {
             *i = j;
-            return TRUE;
+            return true;
         }
         if (text[j] == '\0')
             return scanFail(error, j, "NUL byte");
@@ -43,14 +44,14 @@ scanString(const char *text, gsize len, gsize *i, GError **error)
 
 /* A number starting at text[*i]: moves *i to its last character and checks that it fits:
  * an integer in 64 bits, any other number finite. */
-static gboolean
+static bool
 scanNumber(const char *text, gsize len, gsize *i, GError **error)
 {
     gsize start = *i, end = start;
-    gboolean integer = TRUE;
+    bool integer = true;
     while (end < len && text[end] && strchr("0123456789+-.eE", text[end])) {
         if (!g_ascii_isdigit(text[end]) && text[end] != '-')
-            integer = FALSE;
+            integer = false;
         end++;
     }
     gsize n = end - start;
@@ -75,7 +76,7 @@ scanNumber(const char *text, gsize len, gsize *i, GError **error)
         }
     }
     *i = end - 1;
-    return TRUE;
+    return true;
 }
 
 /* Returns where the first value ends (after it), or 0 with an error. */
@@ -83,7 +84,7 @@ static gsize
 scanValue(const char *text, gsize len, GError **error)
 {
     guint depth = 0;
-    gboolean seen = FALSE;
+    bool seen = false;
     for (gsize i = 0; i < len; i++) {
         char ch = text[i];
         if (ch == '\0') {
@@ -115,7 +116,7 @@ scanValue(const char *text, gsize len, GError **error)
             }
             depth--;
         }
-        seen = TRUE;
+        seen = true;
     }
     return len;
 }

@@ -37,7 +37,7 @@ vpPlanShow(JsonNode *node)
     return g_steal_pointer(&text);
 }
 
-static gboolean
+static bool
 vpPlanGetInt(JsonObject *obj, const char *path, const char *field, gint64 min, gint64 max,
              gint64 *out, GError **error)
 {
@@ -46,12 +46,12 @@ vpPlanGetInt(JsonObject *obj, const char *path, const char *field, gint64 min, g
 
     if (!node) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s%s is missing", path, field);
-        return FALSE;
+        return false;
     }
     if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_INT64) {
         *out = json_node_get_int(node);
         if (*out >= min && *out <= max)
-            return TRUE;
+            return true;
     }
     shown = vpPlanShow(node);
     if (min == max)
@@ -61,28 +61,28 @@ vpPlanGetInt(JsonObject *obj, const char *path, const char *field, gint64 min, g
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "%s%s=%s, expected an integer in %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT, path,
                     field, shown, min, max);
-    return FALSE;
+    return false;
 }
 
-static gboolean
-vpPlanGetBool(JsonObject *obj, const char *field, gboolean *out, GError **error)
+static bool
+vpPlanGetBool(JsonObject *obj, const char *field, bool *out, GError **error)
 {
     JsonNode *node = vpPlanMember(obj, field, error);
     g_autofree char *shown = NULL;
 
     if (!node)
-        return FALSE;
+        return false;
     if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_BOOLEAN) {
         *out = json_node_get_boolean(node);
-        return TRUE;
+        return true;
     }
     shown = vpPlanShow(node);
     g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not true or false", field, shown);
-    return FALSE;
+    return false;
 }
 
 /* An index that may be none: null (or -1, as ledgers before format 1 wrote it) gives -1. */
-static gboolean
+static bool
 vpPlanGetIndex(JsonObject *obj, const char *path, const char *field, gint64 max, gint64 *out,
                GError **error)
 {
@@ -90,7 +90,7 @@ vpPlanGetIndex(JsonObject *obj, const char *path, const char *field, gint64 max,
 
     if (node && JSON_NODE_HOLDS_NULL(node)) {
         *out = -1;
-        return TRUE;
+        return true;
     }
     return vpPlanGetInt(obj, path, field, -1, max, out, error);
 }
@@ -106,8 +106,8 @@ vpPlanLegacyName(JsonObject *obj, const char *name, const char *legacy)
 }
 
 /* A string, or NULL in *out for JSON null when nullable. */
-static gboolean
-vpPlanGetString(JsonObject *obj, const char *path, const char *field, gboolean nullable,
+static bool
+vpPlanGetString(JsonObject *obj, const char *path, const char *field, bool nullable,
                 const char **out, GError **error)
 {
     g_autofree char *name = g_strconcat(path, field, NULL);
@@ -116,20 +116,20 @@ vpPlanGetString(JsonObject *obj, const char *path, const char *field, gboolean n
 
     if (!node) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is missing", name);
-        return FALSE;
+        return false;
     }
     if (nullable && JSON_NODE_HOLDS_NULL(node)) {
         *out = NULL;
-        return TRUE;
+        return true;
     }
     if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING) {
         *out = json_node_get_string(node);
-        return TRUE;
+        return true;
     }
     shown = vpPlanShow(node);
     g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not a string%s", name, shown,
                 nullable ? " or null" : "");
-    return FALSE;
+    return false;
 }
 
 static JsonObject *
@@ -154,7 +154,7 @@ vpPlanGetSet(JsonObject *obj, const char *field, GError **error)
     const char *text;
     hwloc_bitmap_t set;
 
-    if (!vpPlanGetString(obj, "", field, FALSE, &text, error))
+    if (!vpPlanGetString(obj, "", field, false, &text, error))
         return NULL;
     if (!*text)
         return hwloc_bitmap_alloc();
@@ -169,7 +169,7 @@ vpPlanGetSet(JsonObject *obj, const char *field, GError **error)
     return set;
 }
 
-static gboolean
+static bool
 vpPlanReadPolicy(JsonObject *obj, vpPolicy *policy, GError **error)
 {
     static const char *const keys[] = {"smt",       "coresched", "locality", "emulator",
@@ -178,22 +178,22 @@ vpPlanReadPolicy(JsonObject *obj, vpPolicy *policy, GError **error)
     size_t i;
 
     if (!pobj || !vpJsonCheckKeys(pobj, "policy", keys, error))
-        return FALSE;
+        return false;
     for (i = 0; keys[i]; i++) {
         g_autoptr(GError) local = NULL;
         const char *value;
 
-        if (!vpPlanGetString(pobj, "policy.", keys[i], FALSE, &value, error))
-            return FALSE;
+        if (!vpPlanGetString(pobj, "policy.", keys[i], false, &value, error))
+            return false;
         if (!vpPolicySetAttr(policy, keys[i], value, &local)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "policy.%s", local->message);
-            return FALSE;
+            return false;
         }
     }
-    return TRUE;
+    return true;
 }
 
-static gboolean
+static bool
 vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **error)
 {
     static const char *const keys[] = {"vcpu", "cpu", "core", "l3", "numa", "package", NULL};
@@ -203,19 +203,19 @@ vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **err
     guint n, i;
 
     if (!node)
-        return FALSE;
+        return false;
     if (!JSON_NODE_HOLDS_ARRAY(node)) {
         g_autofree char *shown = vpPlanShow(node);
 
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "vcpus=%s is not an array", shown);
-        return FALSE;
+        return false;
     }
     arr = json_node_get_array(node);
     n = json_array_get_length(arr);
     if (n < 1 || n > VP_PLAN_MAX_VCPUS) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "vcpus has %u entries, expected 1..%d", n,
                     VP_PLAN_MAX_VCPUS);
-        return FALSE;
+        return false;
     }
 
     *plan = vpPlanNew(domain, n);
@@ -229,28 +229,28 @@ vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **err
 
         if (!JSON_NODE_HOLDS_OBJECT(elem)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
-            return FALSE;
+            return false;
         }
         vobj = json_node_get_object(elem);
         cpu = vpPlanLegacyName(vobj, "cpu", "pu");
         if (!vpJsonCheckKeys(vobj, where, strcmp(cpu, "pu") ? keys : legacy_keys, error))
-            return FALSE;
+            return false;
         if (!vpPlanGetInt(vobj, path, "vcpu", i, i, &v, error))
-            return FALSE;
+            return false;
         if (!vpPlanGetIndex(vobj, path, cpu, VP_PLAN_MAX_CPU, &v, error))
-            return FALSE;
+            return false;
         (*plan)->vcpu_pu[i] = v;
         /* Derived from the topology when written; checked for type only, since a ledger
          * must survive the logical indexes shifting when CPUs go offline. */
         for (const char *const *k = keys + 2; *k; k++) {
             if (!vpPlanGetIndex(vobj, path, *k, INT_MAX, &v, error))
-                return FALSE;
+                return false;
         }
     }
-    return TRUE;
+    return true;
 }
 
-static gboolean
+static bool
 vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
 {
     static const char *const keys[] = {"sockets", "cores", "threads", NULL};
@@ -258,26 +258,26 @@ vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
     gint64 v;
 
     if (!json_object_has_member(obj, "guest_topology"))
-        return TRUE;
+        return true;
     if (!(gobj = vpPlanGetObject(obj, "guest_topology", error)))
-        return FALSE;
+        return false;
     if (!vpJsonCheckKeys(gobj, "guest_topology", keys, error))
-        return FALSE;
+        return false;
     if (!vpPlanGetInt(gobj, "guest_topology.", "sockets", 1, VP_PLAN_MAX_VCPUS, &v, error))
-        return FALSE;
+        return false;
     plan->guest_sockets = v;
     if (!vpPlanGetInt(gobj, "guest_topology.", "cores", 1, VP_PLAN_MAX_VCPUS, &v, error))
-        return FALSE;
+        return false;
     plan->guest_cores = v;
     if (!vpPlanGetInt(gobj, "guest_topology.", "threads", 1, VP_PLAN_MAX_VCPUS, &v, error))
-        return FALSE;
+        return false;
     plan->guest_threads = v;
-    return TRUE;
+    return true;
 }
 
 /* guest_cells is derived from the placement (vpPlanGuestCells): read for its shape only, N
  * cells of numa:N numbered in order whose vCPU lists split the vCPUs into equal blocks. */
-static gboolean
+static bool
 vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
 {
     static const char *const keys[] = {"cell", "vcpus", "numa", NULL};
@@ -287,7 +287,7 @@ vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
     JsonArray *arr;
 
     if (!node)
-        return TRUE;
+        return true;
     if (!n || plan->nvcpus % n != 0 || !JSON_NODE_HOLDS_ARRAY(node) ||
         json_array_get_length(arr = json_node_get_array(node)) != n) {
         g_autofree char *shown = vpPlanShow(node);
@@ -295,7 +295,7 @@ vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "guest_cells=%s does not match locality='%s' over %u vCPUs", shown,
                     vpLocalityName(plan->policy.locality), plan->nvcpus);
-        return FALSE;
+        return false;
     }
     for (unsigned k = 0; k < n; k++) {
         g_autofree char *path = g_strdup_printf("guest_cells[%u].", k);
@@ -310,30 +310,30 @@ vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
 
         if (!JSON_NODE_HOLDS_OBJECT(elem)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
-            return FALSE;
+            return false;
         }
         cobj = json_node_get_object(elem);
         numa = vpPlanLegacyName(cobj, "numa", "node");
         if (!vpJsonCheckKeys(cobj, where, strcmp(numa, "node") ? keys : legacy_keys, error) ||
             !vpPlanGetInt(cobj, path, "cell", k, k, &v, error) ||
             !vpPlanGetInt(cobj, path, numa, 0, VP_PLAN_MAX_CPU, &v, error) ||
-            !vpPlanGetString(cobj, path, "vcpus", FALSE, &list, error))
-            return FALSE;
+            !vpPlanGetString(cobj, path, "vcpus", false, &list, error))
+            return false;
         if (!(set = vpCpuListParse(field, list, error)))
-            return FALSE;
+            return false;
         hwloc_bitmap_set_range(want, k * (plan->nvcpus / n), (k + 1) * (plan->nvcpus / n) - 1);
         if (!hwloc_bitmap_isequal(set, want)) {
             g_autofree char *expect = vpCpuListFormat(want);
 
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s', expected '%s'", field, list,
                         expect);
-            return FALSE;
+            return false;
         }
     }
-    return TRUE;
+    return true;
 }
 
-static gboolean
+static bool
 vpPlanReadMoves(JsonObject *obj, vpPlan *plan, GError **error)
 {
     static const char *const keys[] = {"domain", "vcpu", "from", "to", "reason", NULL};
@@ -342,14 +342,14 @@ vpPlanReadMoves(JsonObject *obj, vpPlan *plan, GError **error)
     guint n;
 
     if (!node)
-        return TRUE;
+        return true;
     if (!JSON_NODE_HOLDS_ARRAY(node) ||
         (n = json_array_get_length(json_node_get_array(node))) < 1 || n > VP_PLAN_MAX_VCPUS) {
         g_autofree char *shown = vpPlanShow(node);
 
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "moves=%s is not an array of 1..%d moves",
                     shown, VP_PLAN_MAX_VCPUS);
-        return FALSE;
+        return false;
     }
     arr = json_node_get_array(node);
     for (guint i = 0; i < n; i++) {
@@ -362,35 +362,35 @@ vpPlanReadMoves(JsonObject *obj, vpPlan *plan, GError **error)
 
         if (!JSON_NODE_HOLDS_OBJECT(elem)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
-            return FALSE;
+            return false;
         }
         mobj = json_node_get_object(elem);
         if (!vpJsonCheckKeys(mobj, where, keys, error) ||
-            !vpPlanGetString(mobj, path, "domain", FALSE, &domain, error) ||
+            !vpPlanGetString(mobj, path, "domain", false, &domain, error) ||
             !vpPlanGetInt(mobj, path, "vcpu", 0, VP_PLAN_MAX_VCPUS - 1, &vcpu, error) ||
             !vpPlanGetInt(mobj, path, "from", 0, VP_PLAN_MAX_CPU, &from, error) ||
             !vpPlanGetInt(mobj, path, "to", 0, VP_PLAN_MAX_CPU, &to, error) ||
-            !vpPlanGetString(mobj, path, "reason", FALSE, &reason, error))
-            return FALSE;
+            !vpPlanGetString(mobj, path, "reason", false, &reason, error))
+            return false;
         if (!*domain) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%sdomain is empty", path);
-            return FALSE;
+            return false;
         }
         if (from == to) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "%sfrom=%" G_GINT64_FORMAT " equals to: a move must change the CPU", path,
                         from);
-            return FALSE;
+            return false;
         }
         vpPlanAddMove(plan, domain, vcpu, from, to, reason);
     }
-    return TRUE;
+    return true;
 }
 
 /* A byte count up to 2^62 (no machine has more memory; bounds the sums). */
 #define VP_PLAN_MAX_BYTES ((gint64)1 << 62)
 
-static gboolean
+static bool
 vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
 {
     static const char *const keys[] = {"numa", "bytes", "page_size", NULL};
@@ -401,7 +401,7 @@ vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
         g_autofree char *shown = vpPlanShow(node);
 
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "memory=%s is not an array", shown);
-        return FALSE;
+        return false;
     }
     arr = json_node_get_array(node);
     for (guint i = 0; i < json_array_get_length(arr); i++) {
@@ -412,7 +412,7 @@ vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
 
         if (!JSON_NODE_HOLDS_OBJECT(e)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "memory[%u] is not an object", i);
-            return FALSE;
+            return false;
         }
         eobj = json_node_get_object(e);
         if (!vpJsonCheckKeys(eobj, path, keys, error) ||
@@ -420,20 +420,20 @@ vpPlanReadMemory(JsonObject *obj, vpPlan *plan, GError **error)
             !vpPlanGetInt(eobj, path, "bytes", 0, VP_PLAN_MAX_BYTES, &bytes, error) ||
             (json_object_has_member(eobj, "page_size") &&
              !vpPlanGetInt(eobj, path, "page_size", 0, VP_PLAN_MAX_BYTES, &page, error)))
-            return FALSE;
+            return false;
         if (vpPlanMemoryOnPages(plan, numa, page)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "memory names node %" G_GINT64_FORMAT
                         " twice for pages of %" G_GINT64_FORMAT " bytes",
                         numa, page);
-            return FALSE;
+            return false;
         }
         vpPlanAddPages(plan, numa, page, bytes);
     }
-    return TRUE;
+    return true;
 }
 
-static gboolean
+static bool
 vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
 {
     gint64 v;
@@ -442,7 +442,7 @@ vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
         hwloc_bitmap_t set = vpPlanGetSet(obj, "own", error);
 
         if (!set)
-            return FALSE;
+            return false;
         hwloc_bitmap_free(plan->own);
         plan->own = set;
     }
@@ -450,162 +450,162 @@ vpPlanReadOwnAndMemory(JsonObject *obj, vpPlan *plan, GError **error)
         hwloc_bitmap_t set = vpPlanGetSet(obj, "cpuset", error);
 
         if (!set)
-            return FALSE;
+            return false;
         if (hwloc_bitmap_iszero(set)) {
             hwloc_bitmap_free(set);
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "cpuset='' names no CPU");
-            return FALSE;
+            return false;
         }
         plan->cpuset = set;
     }
     /* before memory: its entries' pages default to it */
     if (json_object_has_member(obj, "page_size")) {
         if (!vpPlanGetInt(obj, "", "page_size", 0, VP_PLAN_MAX_BYTES, &v, error))
-            return FALSE;
+            return false;
         plan->page_size = v;
     }
     if (json_object_has_member(obj, "memory") && !vpPlanReadMemory(obj, plan, error))
-        return FALSE;
-    return TRUE;
+        return false;
+    return true;
 }
 
 /* "group": null, or a valid trust group name. */
-static gboolean
+static bool
 vpPlanReadGroup(JsonObject *obj, const char **group, GError **error)
 {
-    if (!vpPlanGetString(obj, "", "group", TRUE, group, error))
-        return FALSE;
+    if (!vpPlanGetString(obj, "", "group", true, group, error))
+        return false;
     if (*group && !vpPolicyValidGroup(*group)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "group='%s' is not 1 to 64 characters of A-Z a-z 0-9 . _ -", *group);
-        return FALSE;
+        return false;
     }
-    return TRUE;
+    return true;
 }
 
-static gboolean
+static bool
 vpPlanReadHow(JsonObject *obj, vpPlan *plan, GError **error)
 {
     const char *how;
     int i;
 
-    if (!vpPlanGetString(obj, "", "how", FALSE, &how, error))
-        return FALSE;
+    if (!vpPlanGetString(obj, "", "how", false, &how, error))
+        return false;
     for (i = 0; i < VP_HOW_LAST && strcmp(vpHowName(i), how) != 0; i++)
         ;
     if (i == VP_HOW_LAST) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "how='%s' is not one of placed, pinned, adopted", how);
-        return FALSE;
+        return false;
     }
     plan->how = i;
-    return TRUE;
+    return true;
 }
 
 /* "emulator" and "reserved": CPU lists, each possibly empty. */
-static gboolean
+static bool
 vpPlanReadSets(JsonObject *obj, vpPlan *plan, GError **error)
 {
     hwloc_bitmap_t set;
 
     if (!(set = vpPlanGetSet(obj, "emulator", error)))
-        return FALSE;
+        return false;
     hwloc_bitmap_free(plan->emulator);
     plan->emulator = set;
     if (!(set = vpPlanGetSet(obj, "reserved", error)))
-        return FALSE;
+        return false;
     hwloc_bitmap_free(plan->reserved);
     plan->reserved = set;
-    return TRUE;
+    return true;
 }
 
 /* "level" by name and "level_index" (null: the whole level). */
-static gboolean
+static bool
 vpPlanReadLevel(JsonObject *obj, vpPlan *plan, GError **error)
 {
     const char *level;
     gint64 v;
     int i;
 
-    if (!vpPlanGetString(obj, "", "level", FALSE, &level, error))
-        return FALSE;
+    if (!vpPlanGetString(obj, "", "level", false, &level, error))
+        return false;
     if ((i = vpLevelFromName(level)) < 0) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "level='%s' is not one of core, cluster, l3, numa, package, host", level);
-        return FALSE;
+        return false;
     }
     plan->level = i;
     if (!vpPlanGetIndex(obj, "", "level_index", INT_MAX, &v, error))
-        return FALSE;
+        return false;
     plan->level_index = v;
-    return TRUE;
+    return true;
 }
 
 /* "topology_mismatch", "degraded" and "overcommit" (absent: false; only smt=share may). */
-static gboolean
+static bool
 vpPlanReadFlags(JsonObject *obj, vpPlan *plan, GError **error)
 {
-    gboolean mismatch, degraded, overcommit;
+    bool mismatch, degraded, overcommit;
 
     if (!vpPlanGetBool(obj, "topology_mismatch", &mismatch, error) ||
         !vpPlanGetBool(obj, "degraded", &degraded, error))
-        return FALSE;
+        return false;
     plan->topology_mismatch = mismatch;
     plan->degraded = degraded;
     if (!json_object_has_member(obj, "overcommit"))
-        return TRUE;
+        return true;
     if (!vpPlanGetBool(obj, "overcommit", &overcommit, error))
-        return FALSE;
+        return false;
     if (overcommit && plan->policy.smt != VP_SMT_SHARE) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "overcommit is true but smt='%s' (only share may time-share PUs)",
                     vpSmtName(plan->policy.smt));
-        return FALSE;
+        return false;
     }
     plan->overcommit = overcommit;
-    return TRUE;
+    return true;
 }
 
 /* "beside_others": absent or 1..vCPUs, and only for smt=pack (pack's last tier). */
-static gboolean
+static bool
 vpPlanReadBeside(JsonObject *obj, vpPlan *plan, GError **error)
 {
     gint64 v;
 
     if (!json_object_has_member(obj, "beside_others"))
-        return TRUE;
+        return true;
     if (!vpPlanGetInt(obj, "", "beside_others", 1, MAX(plan->nvcpus, 1), &v, error))
-        return FALSE;
+        return false;
     if (plan->policy.smt != VP_SMT_PACK) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "beside_others=%" G_GINT64_FORMAT " but smt='%s' (only pack counts it)", v,
                     vpSmtName(plan->policy.smt));
-        return FALSE;
+        return false;
     }
     plan->beside_others = (unsigned)v;
-    return TRUE;
+    return true;
 }
 
 /* "degraded_reason": set exactly when degraded is true. */
-static gboolean
+static bool
 vpPlanReadReason(JsonObject *obj, vpPlan *plan, GError **error)
 {
     const char *reason;
 
-    if (!vpPlanGetString(obj, "", "degraded_reason", TRUE, &reason, error))
-        return FALSE;
+    if (!vpPlanGetString(obj, "", "degraded_reason", true, &reason, error))
+        return false;
     if (plan->degraded != (reason != NULL)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     plan->degraded ? "degraded is true but degraded_reason is null"
                                    : "degraded is false but degraded_reason is set");
-        return FALSE;
+        return false;
     }
     plan->degraded_reason = g_strdup(reason);
-    return TRUE;
+    return true;
 }
 
 /* Reads everything but the domain name, into *plan which it allocates. */
-static gboolean
+static bool
 vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
 {
     static const char *const keys[] = {"format",
@@ -636,19 +636,19 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
     gint64 v;
 
     if (!vpJsonCheckKeys(obj, "plan", keys, error))
-        return FALSE;
+        return false;
     /* present where the plan is a document of its own (plan --json), absent in a ledger */
     if (json_object_has_member(obj, "format") &&
         !vpPlanGetInt(obj, "", "format", VP_JSON_FORMAT, VP_JSON_FORMAT, &v, error))
-        return FALSE;
+        return false;
     if (!vpPlanReadGroup(obj, &group, error))
-        return FALSE;
+        return false;
 
     vpPolicyInitDefaults(&policy);
     if (!vpPlanReadPolicy(obj, &policy, error))
-        return FALSE;
+        return false;
     if (!vpPlanReadVcpus(obj, plan, domain, error))
-        return FALSE;
+        return false;
     (*plan)->policy = policy;
     (*plan)->policy.group = g_strdup(group);
     (*plan)->group = g_strdup(group);
@@ -673,7 +673,7 @@ vpPlanFromJson(JsonNode *node, GError **error)
         return NULL;
     }
     obj = json_node_get_object(node);
-    if (!vpPlanGetString(obj, "", "domain", FALSE, &domain, error))
+    if (!vpPlanGetString(obj, "", "domain", false, &domain, error))
         return NULL;
     if (!*domain) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain is empty");

@@ -100,7 +100,7 @@ vpClaimDescribe(vpOwnKind kind, int vcpu)
     return g_strdup("nothing");
 }
 
-static gboolean
+static bool
 vpLedgerClaimOne(const vpLedger *ledger, const vpPlan *plan, GArray *claims, int os, vpOwnKind kind,
                  int vcpu, GError **error)
 {
@@ -115,7 +115,7 @@ vpLedgerClaimOne(const vpLedger *ledger, const vpPlan *plan, GArray *claims, int
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "domain '%s': %s is on CPU %d, which the topology (%s) %s", plan->domain, who,
                     os, vpTopologyGetSource(ledger->topo), offline ? "has offline" : "lacks");
-        return FALSE;
+        return false;
     }
     for (i = 0; i < claims->len; i++) {
         const vpClaim *other = &g_array_index(claims, vpClaim, i);
@@ -126,11 +126,11 @@ vpLedgerClaimOne(const vpLedger *ledger, const vpPlan *plan, GArray *claims, int
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "domain '%s': CPU %d is given twice, to %s and to %s", plan->domain, os,
                         first, who);
-            return FALSE;
+            return false;
         }
     }
     g_array_append_val(claims, claim);
-    return TRUE;
+    return true;
 }
 
 /* The PU slots a plan needs. A dedicated emulator PU is in plan->reserved (plan.h) and is
@@ -205,7 +205,7 @@ vpLedgerOnlyPinned(const vpLedger *ledger, int pu)
     return true;
 }
 
-gboolean
+bool
 vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
 {
     g_autoptr(GArray) claims = NULL;
@@ -215,10 +215,10 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
     if (g_hash_table_contains(ledger->plans, plan->domain)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "domain '%s' is already in the ledger",
                     plan->domain);
-        return FALSE;
+        return false;
     }
     if (!(claims = vpLedgerClaims(ledger, plan, error)))
-        return FALSE;
+        return false;
     for (i = 0; i < claims->len; i++) {
         const vpClaim *c = &g_array_index(claims, vpClaim, i);
         const vpOwner *held = &ledger->owners[c->pu];
@@ -231,7 +231,7 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
             g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                         "domain '%s': CPU %u for %s is held by domain '%s' for %s", plan->domain,
                         vpTopologyPU(ledger->topo, c->pu)->os, who, held->domain, holder);
-            return FALSE;
+            return false;
         }
     }
 
@@ -250,7 +250,7 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
     }
     g_hash_table_insert(ledger->plans, copy->domain, copy);
     ledger->generation = nextGeneration();
-    return TRUE;
+    return true;
 }
 
 /* Takes a domain's plan out of the ledger and hands it to the caller. */
@@ -283,7 +283,7 @@ vpLedgerSteal(vpLedger *ledger, const char *domain)
     return plan;
 }
 
-gboolean
+bool
 vpLedgerRemove(vpLedger *ledger, const char *domain)
 {
     vpPlan *plan = vpLedgerSteal(ledger, domain);
@@ -292,20 +292,20 @@ vpLedgerRemove(vpLedger *ledger, const char *domain)
     return plan != NULL;
 }
 
-gboolean
+bool
 vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error)
 {
     guint64 before = ledger->generation;
     g_autoptr(vpPlan) old = vpLedgerSteal(ledger, plan->domain);
 
     if (vpLedgerAdd(ledger, plan, error))
-        return TRUE;
+        return true;
     /* The old plan fitted before and nothing else changed: putting it back cannot fail. */
     if (old && !vpLedgerAdd(ledger, old, NULL))
         g_assert_not_reached();
     /* The ledger holds what it held before: the same number says so. */
     ledger->generation = before;
-    return FALSE;
+    return false;
 }
 
 const vpPlan *
@@ -396,12 +396,12 @@ vpLedgerHolds(const vpLedger *ledger, int pu, const vpOwner *want)
     return false;
 }
 
-gboolean
+bool
 vpLedgerCheck(const vpLedger *ledger, GError **error)
 {
     g_autofree GArray **expect = g_new0(GArray *, ledger->npus);
     g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
-    gboolean ok = TRUE;
+    bool ok = true;
     guint d, i;
     int pu;
 
@@ -410,7 +410,7 @@ vpLedgerCheck(const vpLedger *ledger, GError **error)
         g_autoptr(GArray) claims = vpLedgerClaims(ledger, plan, error);
 
         if (!claims) {
-            ok = FALSE;
+            ok = false;
             break;
         }
         for (i = 0; i < claims->len; i++) {
@@ -443,7 +443,7 @@ vpLedgerCheck(const vpLedger *ledger, GError **error)
                         vpTopologyPU(ledger->topo, pu)->os,
                         g_array_index(expect[pu], vpOwner, 0).domain,
                         g_array_index(expect[pu], vpOwner, 1).domain);
-            ok = FALSE;
+            ok = false;
         }
         for (i = 0; i < n && ok; i++) {
             const vpOwner *o = &g_array_index(expect[pu], vpOwner, i);
@@ -452,14 +452,14 @@ vpLedgerCheck(const vpLedger *ledger, GError **error)
                 g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                             "CPU %u: the plan of '%s' holds it for %s, the owner table does not",
                             vpTopologyPU(ledger->topo, pu)->os, o->domain, vpOwnKindName(o->kind));
-                ok = FALSE;
+                ok = false;
             }
         }
         if (ok && vpLedgerNOwners(ledger, pu) != n) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "CPU %u: owner table has %u holders, the plans %u",
                         vpTopologyPU(ledger->topo, pu)->os, vpLedgerNOwners(ledger, pu), n);
-            ok = FALSE;
+            ok = false;
         }
     }
     for (pu = 0; pu < ledger->npus; pu++) {

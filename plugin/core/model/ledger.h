@@ -10,6 +10,8 @@
 #include "core/model/request.h"
 #include "core/model/topology.h"
 
+#include <stdbool.h>
+
 typedef enum {
     VP_OWN_NONE = 0,
     VP_OWN_VCPU,
@@ -34,11 +36,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpLedger, vpLedgerFree)
 
 /* Records a plan (the ledger keeps a copy). Fails, changing nothing, when the domain is
  * already present or any PU it needs is held by someone else. */
-gboolean vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error);
-/* Frees everything the domain holds; FALSE when it held nothing. */
-gboolean vpLedgerRemove(vpLedger *ledger, const char *domain);
+bool vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error);
+/* Frees everything the domain holds; false when it held nothing. */
+bool vpLedgerRemove(vpLedger *ledger, const char *domain);
 /* Replaces a domain's plan atomically (rebalance moves, reconcile). */
-gboolean vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error);
+bool vpLedgerReplace(vpLedger *ledger, const vpPlan *plan, GError **error);
 
 const vpPlan *vpLedgerLookup(const vpLedger *ledger, const char *domain);
 /* Owner of logical PU index pu (the first, when smt=share domains time-share it). */
@@ -57,7 +59,7 @@ const vpTopology *vpLedgerTopology(const vpLedger *ledger);
  * is computed from a ledger is still true while its number is the same. */
 guint64 vpLedgerGeneration(const vpLedger *ledger);
 /* Checks the no-double-booking invariant from scratch (tests, after reconcile). */
-gboolean vpLedgerCheck(const vpLedger *ledger, GError **error);
+bool vpLedgerCheck(const vpLedger *ledger, GError **error);
 
 /* A ledger on topo (the same machine, possibly other usable sets) holding what ledger
  * holds, domain by domain in name order as a save and load would; fails with

@@ -64,7 +64,7 @@ spreadWeights(const vpTopology *topo, const vpPlan *plan, hwloc_const_bitmap_t a
     return w;
 }
 
-/* Adds bytes in pages of page_size to plan, split by the weights w; FALSE (nothing added)
+/* Adds bytes in pages of page_size to plan, split by the weights w; false (nothing added)
  * when every weight is zero. */
 static bool
 spreadPages(vpPlan *plan, const vpTopology *topo, const guint64 *w, guint64 page_size,

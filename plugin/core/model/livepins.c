@@ -52,27 +52,27 @@ vpLivePinsDiff(const vpLivePins *pins, const vpPlan *plan)
     return NULL;
 }
 
-gboolean
+bool
 vpLivePinsVcpusDiffer(const vpLivePins *pins, const vpPlan *plan)
 {
     for (unsigned i = 0; i < plan->nvcpus && i < pins->nvcpus; i++) {
         if (plan->vcpu_pu[i] >= 0 && (hwloc_bitmap_weight(pins->vcpu[i]) != 1 ||
                                       !hwloc_bitmap_isset(pins->vcpu[i], plan->vcpu_pu[i])))
-            return TRUE;
+            return true;
     }
-    return FALSE;
+    return false;
 }
 
-gboolean
+bool
 vpLivePinsAllSingle(const vpLivePins *pins)
 {
     if (pins->nvcpus == 0)
-        return FALSE;
+        return false;
     for (unsigned i = 0; i < pins->nvcpus; i++) {
         if (hwloc_bitmap_weight(pins->vcpu[i]) != 1)
-            return FALSE;
+            return false;
     }
-    return TRUE;
+    return true;
 }
 
 vpPlan *

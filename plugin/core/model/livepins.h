@@ -8,6 +8,8 @@
 
 #include "core/model/plan.h"
 
+#include <stdbool.h>
+
 typedef struct {
     unsigned nvcpus;         /* vCPUs libvirt reports pins for (the maximum) */
     hwloc_bitmap_t *vcpu;    /* affinity per vCPU, Linux CPU numbers */
@@ -23,12 +25,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpLivePins, vpLivePinsFree)
  * (caller frees). vCPUs the plan leaves unplaced, and an emulator the plan or the driver
  * does not say, are not compared. */
 char *vpLivePinsDiff(const vpLivePins *pins, const vpPlan *plan);
-/* TRUE when some vCPU both know of is not on the one CPU the plan gives it (the
+/* true when some vCPU both know of is not on the one CPU the plan gives it (the
  * emulator aside): a move, as opposed to a partial application or libvirt's defaults. */
-gboolean vpLivePinsVcpusDiffer(const vpLivePins *pins, const vpPlan *plan);
-/* TRUE when every vCPU is pinned to exactly one CPU (a deliberate placement); FALSE for
+bool vpLivePinsVcpusDiffer(const vpLivePins *pins, const vpPlan *plan);
+/* true when every vCPU is pinned to exactly one CPU (a deliberate placement); false for
  * a domain without vCPUs. */
-gboolean vpLivePinsAllSingle(const vpLivePins *pins);
+bool vpLivePinsAllSingle(const vpLivePins *pins);
 /* A plan (how=adopted, level host) holding exactly the live single-CPU pins, vCPUs on
  * wider sets unplaced, and the live emulator set. */
 vpPlan *vpLivePinsToPlan(const vpLivePins *pins, const char *domain, const vpPolicy *policy);

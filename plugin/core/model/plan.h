@@ -8,6 +8,7 @@
 #include "core/model/policy.h"
 #include "core/model/topology.h"
 #include <json-glib/json-glib.h>
+#include <stdbool.h>
 
 typedef enum {
     VP_HOW_PLACED = 0, /* computed by the placer */
@@ -119,7 +120,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpGuestCells, vpGuestCellsFree)
  * distinct nodes; NULL otherwise (another locality, or relaxed by unmet=degrade). */
 vpGuestCells *vpPlanGuestCells(const vpPlan *plan, const vpTopology *topo);
 
-/* JSON object in the stable format of golden files and `vcpuplace plan --json`. */
+/* JSON object in the stable format of golden files and `vcpuplace plan --json`, and back
+ * (codec/planwrite.c, codec/planread.c). */
 JsonNode *vpPlanToJson(const vpPlan *plan, const vpTopology *topo);
 vpPlan *vpPlanFromJson(JsonNode *node, GError **error);
 /* Topology coordinates of Linux CPU os as every document gives them: the core, L3 group
@@ -130,5 +132,8 @@ void vpPlanLocate(const vpTopology *topo, int os, int *core, int *l3, int *numa,
  * so a plan relaxed for several reasons names them all. The placer and vpPlanResize()
  * relax plans this way. */
 void vpPlanDegrade(vpPlan *plan, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* The cpulist form of set, "" for an empty set (vpCpuListFormat's own choice aside); caller
+ * frees. */
+char *vpPlanFormatSet(hwloc_const_bitmap_t set);
 /* Human-readable, one vCPU per line with core / L3 / NUMA. */
 char *vpPlanFormat(const vpPlan *plan, const vpTopology *topo);

@@ -70,7 +70,7 @@ vpPolicyNameOf(const vpPolicyName *table, int value)
     return NULL;
 }
 
-static gboolean
+static bool
 vpPolicyLookup(const vpPolicyName *table, const char *field, const char *value, int *out,
                GError **error)
 {
@@ -80,7 +80,7 @@ vpPolicyLookup(const vpPolicyName *table, const char *field, const char *value, 
     for (entry = table; entry->name; entry++) {
         if (strcmp(entry->name, value) == 0) {
             *out = entry->value;
-            return TRUE;
+            return true;
         }
     }
     for (entry = table; entry->name; entry++)
@@ -89,7 +89,7 @@ vpPolicyLookup(const vpPolicyName *table, const char *field, const char *value, 
         g_string_append_printf(choices, ", numa:N (N from 2 to %d)", VP_LOCALITY_SPLIT_MAX);
     g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' is not one of %s", field, value,
                 choices->str);
-    return FALSE;
+    return false;
 }
 
 void
@@ -159,7 +159,7 @@ vpLocalityName(vpLocality v)
 
 /* "numa:N" with N a whole number in [2, VP_LOCALITY_SPLIT_MAX], written without sign,
  * spaces or leading zeros, so that the name printed back is the name given. */
-static gboolean
+static bool
 parseSplit(const char *value, int *out, GError **error)
 {
     const char *digits = value + strlen("numa:");
@@ -173,10 +173,10 @@ parseSplit(const char *value, int *out, GError **error)
                     "locality='%s': N of numa:N must be a whole number from 2 to %d (the NUMA "
                     "nodes to split the VM over)",
                     value, VP_LOCALITY_SPLIT_MAX);
-        return FALSE;
+        return false;
     }
     *out = VP_LOCALITY_SPLIT + (int)n;
-    return TRUE;
+    return true;
 }
 
 const char *
@@ -203,21 +203,21 @@ vpTenancyName(vpTenancy v)
     return vpPolicyNameOf(tenancyNames, v);
 }
 
-gboolean
+bool
 vpPolicyValidGroup(const char *group)
 {
     size_t len;
 
     if (!group)
-        return FALSE;
+        return false;
     len = strlen(group);
     if (len < 1 || len > 64)
-        return FALSE;
+        return false;
     return strspn(group, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
            len;
 }
 
-gboolean
+bool
 vpPolicySetDefault(vpPolicy *policy, const char *key, const char *value, GError **error)
 {
     int v;
@@ -225,12 +225,12 @@ vpPolicySetDefault(vpPolicy *policy, const char *key, const char *value, GError 
     if (strcmp(key, VP_TENANCY_KEY) != 0)
         return vpPolicySetAttr(policy, key, value, error);
     if (!vpPolicyLookup(tenancyNames, key, value, &v, error))
-        return FALSE;
+        return false;
     policy->tenancy = v;
-    return TRUE;
+    return true;
 }
 
-gboolean
+bool
 vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError **error)
 {
     int v;
@@ -239,45 +239,45 @@ vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError *
         if (!vpPolicyValidGroup(value)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "group='%s' is not 1 to 64 characters of A-Z a-z 0-9 . _ -", value);
-            return FALSE;
+            return false;
         }
         g_free(policy->group);
         policy->group = g_strdup(value);
-        return TRUE;
+        return true;
     }
 
     if (strcmp(field, "smt") == 0) {
         if (!vpPolicyLookup(smtNames, field, value, &v, error))
-            return FALSE;
+            return false;
         policy->smt = v;
     } else if (strcmp(field, "coresched") == 0) {
         if (!vpPolicyLookup(coreschedNames, field, value, &v, error))
-            return FALSE;
+            return false;
         policy->coresched = v;
     } else if (strcmp(field, "locality") == 0) {
         if (g_str_has_prefix(value, "numa:")
                 ? !parseSplit(value, &v, error)
                 : !vpPolicyLookup(localityNames, field, value, &v, error))
-            return FALSE;
+            return false;
         policy->locality = v;
     } else if (strcmp(field, "emulator") == 0) {
         if (!vpPolicyLookup(emulatorNames, field, value, &v, error))
-            return FALSE;
+            return false;
         policy->emulator = v;
     } else if (strcmp(field, "rebalance") == 0) {
         if (!vpPolicyLookup(rebalanceNames, field, value, &v, error))
-            return FALSE;
+            return false;
         policy->rebalance = v;
     } else if (strcmp(field, "unmet") == 0) {
         if (!vpPolicyLookup(unmetNames, field, value, &v, error))
-            return FALSE;
+            return false;
         policy->unmet = v;
     } else {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "unknown policy attribute '%s' (known: smt, group, coresched, locality, "
                     "emulator, rebalance, unmet)",
                     field);
-        return FALSE;
+        return false;
     }
-    return TRUE;
+    return true;
 }

@@ -84,10 +84,10 @@ const char *vpRebalanceName(vpRebalance v);
 const char *vpUnmetName(vpUnmet v);
 const char *vpTenancyName(vpTenancy v);
 
-/* Each parser sets *out and returns TRUE, or fails with VP_ERROR_INVALID naming
+/* Each parser sets *out and returns true, or fails with VP_ERROR_INVALID naming
  * field and value: "smt='foo' is not one of isolate, pack, spread, share". */
-gboolean vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError **error);
+bool vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError **error);
 /* A [policy] key of the host configuration: a domain attribute, or tenant_groups. */
-gboolean vpPolicySetDefault(vpPolicy *policy, const char *key, const char *value, GError **error);
+bool vpPolicySetDefault(vpPolicy *policy, const char *key, const char *value, GError **error);
 /* A trust group name: 1..64 of [A-Za-z0-9._-]. */
-gboolean vpPolicyValidGroup(const char *group);
+bool vpPolicyValidGroup(const char *group);

@@ -138,7 +138,7 @@ static const struct {
     {"eib", 1ULL << 60},
 };
 
-gboolean
+bool
 vpMemoryScale(const char *field, const char *value, const char *unit, const char *default_unit,
               guint64 *bytes, GError **error)
 {
@@ -152,24 +152,24 @@ vpMemoryScale(const char *field, const char *value, const char *unit, const char
         if (!g_ascii_string_to_unsigned(copy, 10, 0, G_MAXUINT64, &n, NULL)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s '%s' is not a whole number", field,
                         value ? value : "");
-            return FALSE;
+            return false;
         }
         if (n > G_MAXUINT64 / units[i].scale) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s '%s %s' is too large", field, value,
                         unit ? unit : default_unit);
-            return FALSE;
+            return false;
         }
         *bytes = n * units[i].scale;
-        return TRUE;
+        return true;
     }
     g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                 "%s unit '%s' is not one of b, KB, KiB, MB, MiB, GB, GiB, TB, TiB, PB, PiB, EB, "
                 "EiB (or k, M, G, T, P, E)",
                 field, unit ? unit : default_unit);
-    return FALSE;
+    return false;
 }
 
-gboolean
+bool
 vpMemorySizeParse(const char *field, const char *text, guint64 *bytes, GError **error)
 {
     const char *p = text;
@@ -180,7 +180,7 @@ vpMemorySizeParse(const char *field, const char *text, guint64 *bytes, GError **
     if (p == text) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "%s='%s' is not a memory size (e.g. 64GiB, 512M)", field, text);
-        return FALSE;
+        return false;
     }
     number = g_strndup(text, p - text);
     return vpMemoryScale(field, number, *p ? p : NULL, "b", bytes, error);

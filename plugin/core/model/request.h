@@ -7,6 +7,7 @@
 
 #include "core/model/policy.h"
 #include <hwloc.h>
+#include <stdbool.h>
 
 /* <numatune><memory mode>: how the kernel may place the domain's memory. */
 typedef enum {
@@ -81,9 +82,9 @@ bool vpMemModeHard(vpMemMode mode);
 int vpMemModeFromName(const char *name);
 /* A memory size in libvirt's units (b, bytes, KB, k, KiB, MB, M, MiB, GB, G, GiB, TB, T,
  * TiB, PB, P, PiB, EB, E, EiB; case-insensitive; default_unit when unit is NULL). */
-gboolean vpMemoryScale(const char *field, const char *value, const char *unit,
-                       const char *default_unit, guint64 *bytes, GError **error);
+bool vpMemoryScale(const char *field, const char *value, const char *unit, const char *default_unit,
+                   guint64 *bytes, GError **error);
 /* "64GiB", "512M", "1073741824": a number with an optional unit as above (bytes). */
-gboolean vpMemorySizeParse(const char *field, const char *text, guint64 *bytes, GError **error);
+bool vpMemorySizeParse(const char *field, const char *text, guint64 *bytes, GError **error);
 /* "64 GiB" (caller frees). */
 char *vpMemoryFormat(guint64 bytes);

@@ -263,7 +263,7 @@ describeNode(vpTopology *topo, int key, vpGroup *g)
 
 /* Checks the builder's PUs (each CPU once, none also offline) and sorts them core by core,
  * cores in vpCore order; *max_os: the highest CPU number. */
-static gboolean
+static bool
 orderRawPUs(vpTopology *topo, unsigned *max_os, GError **error)
 {
     g_autoptr(GHashTable) first = g_hash_table_new(NULL, NULL);
@@ -279,20 +279,20 @@ orderRawPUs(vpTopology *topo, unsigned *max_os, GError **error)
         if (g_hash_table_contains(seen_os, GUINT_TO_POINTER(r->os))) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "CPU %u appears twice in the topology",
                         r->os);
-            return FALSE;
+            return false;
         }
         g_hash_table_add(seen_os, GUINT_TO_POINTER(r->os));
         if (hwloc_bitmap_isset(topo->offline, r->os)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "CPU %u is both online and offline",
                         r->os);
-            return FALSE;
+            return false;
         }
         if (!g_hash_table_lookup_extended(first, k, NULL, &f) || r->os < GPOINTER_TO_UINT(f))
             g_hash_table_insert(first, k, GUINT_TO_POINTER(r->os));
         *max_os = MAX(*max_os, r->os);
     }
     g_array_sort_with_data(topo->raw, rawCompareByCoreFirstOS, first);
-    return TRUE;
+    return true;
 }
 
 /* A new core for PU r, its groups at every level above the core found in group_idx
@@ -324,7 +324,7 @@ addCore(vpTopology *topo, GHashTable *group_idx, const vpRawPU *r)
 }
 
 /* Siblings of one core share every group above it. */
-static gboolean
+static bool
 sameGroups(const vpRawPU *prev, const vpRawPU *r, GError **error)
 {
     for (int l = VP_LEVEL_CLUSTER; l < VP_LEVEL_LAST; l++) {
@@ -332,13 +332,13 @@ sameGroups(const vpRawPU *prev, const vpRawPU *r, GError **error)
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "CPU %u and CPU %u share a core but not a %s", prev->os, r->os,
                         vpLevelName(l));
-            return FALSE;
+            return false;
         }
     }
-    return TRUE;
+    return true;
 }
 
-static gboolean
+static bool
 buildCores(vpTopology *topo, GError **error)
 {
     g_autoptr(GHashTable) group_idx =
@@ -346,7 +346,7 @@ buildCores(vpTopology *topo, GError **error)
     unsigned max_os;
 
     if (!orderRawPUs(topo, &max_os, error))
-        return FALSE;
+        return false;
     topo->npu_by_os = max_os + 1;
     topo->pu_by_os = g_new(int, topo->npu_by_os);
     for (unsigned i = 0; i < topo->npu_by_os; i++)
@@ -362,14 +362,14 @@ buildCores(vpTopology *topo, GError **error)
         if (!prev || prev->key[VP_LEVEL_CORE] != r->key[VP_LEVEL_CORE])
             core = addCore(topo, group_idx, r);
         else if (!sameGroups(prev, r, error))
-            return FALSE;
+            return false;
         pu.core = topo->cores->len - 1;
         core->pus = g_renew(int, core->pus, core->npus + 1);
         core->pus[core->npus++] = topo->pus->len;
         topo->pu_by_os[r->os] = topo->pus->len;
         g_array_append_val(topo->pus, pu);
     }
-    return TRUE;
+    return true;
 }
 
 static void
@@ -443,7 +443,7 @@ buildMemNodes(vpTopology *topo)
     g_array_sort(topo->memnodes, memNodeCompare);
 }
 
-static gboolean
+static bool
 checkSubset(vpTopology *topo, hwloc_const_bitmap_t set, const char *what, GError **error)
 {
     g_autofree char *bad = NULL;
@@ -451,7 +451,7 @@ checkSubset(vpTopology *topo, hwloc_const_bitmap_t set, const char *what, GError
     int os;
 
     if (!set)
-        return TRUE;
+        return true;
     missing = hwloc_bitmap_dup(set);
     hwloc_bitmap_foreach_begin(os, set)
     {
@@ -466,10 +466,10 @@ checkSubset(vpTopology *topo, hwloc_const_bitmap_t set, const char *what, GError
         hwloc_bitmap_free(missing);
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "%s names CPUs %s that this machine does not have", what, bad);
-        return FALSE;
+        return false;
     }
     hwloc_bitmap_free(missing);
-    return TRUE;
+    return true;
 }
 
 bool

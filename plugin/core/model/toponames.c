@@ -28,7 +28,7 @@ vpLevelFromName(const char *name)
 }
 
 /* Linux's cpulist grammar: N or N-M (N <= M) separated by commas, CPUs up to 65535. */
-static gboolean
+static bool
 vpCpuListValid(const char *list)
 {
     g_auto(GStrv) parts = g_strsplit(list, ",", -1);
@@ -38,13 +38,13 @@ vpCpuListValid(const char *list)
         guint64 lo = 0, hi = 0;
 
         if (!range[0] || !g_ascii_string_to_unsigned(range[0], 10, 0, 65535, &lo, NULL))
-            return FALSE;
+            return false;
         hi = lo;
         if (range[1] &&
             (range[2] || !g_ascii_string_to_unsigned(range[1], 10, 0, 65535, &hi, NULL) || hi < lo))
-            return FALSE;
+            return false;
     }
-    return TRUE;
+    return true;
 }
 
 hwloc_bitmap_t

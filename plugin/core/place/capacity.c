@@ -59,7 +59,7 @@ planNode(const vpTopology *topo, const vpPlan *plan)
     return node;
 }
 
-static gboolean
+static bool
 fillShape(const vpTopology *topo, const vpLedger *ledger, const vpPolicy *defaults,
           vpCapacityShape *fit, GError **error)
 {
@@ -69,7 +69,7 @@ fillShape(const vpTopology *topo, const vpLedger *ledger, const vpPolicy *defaul
     unsigned limit = (unsigned)vpTopologyNPUs(topo) + 1;
 
     if (!copy)
-        return FALSE;
+        return false;
     fit->nodes = g_new0(unsigned, MAX(vpTopologyNGroups(topo, VP_LEVEL_NUMA), 1));
     for (unsigned i = 0; i < limit; i++) {
         g_autofree char *name =
@@ -85,13 +85,13 @@ fillShape(const vpTopology *topo, const vpLedger *ledger, const vpPolicy *defaul
         if (!(plan = vpPlace(topo, copy, req, &why))) {
             if (!g_error_matches(why, VP_ERROR, VP_ERROR_REFUSED)) {
                 g_propagate_error(error, g_steal_pointer(&why));
-                return FALSE;
+                return false;
             }
             fit->stop = g_strdup(why->message);
-            return TRUE;
+            return true;
         }
         if (!vpLedgerAdd(copy, plan, error))
-            return FALSE;
+            return false;
         fit->host++;
         int node = planNode(topo, plan);
         if (node < 0)
@@ -99,7 +99,7 @@ fillShape(const vpTopology *topo, const vpLedger *ledger, const vpPolicy *defaul
         else
             fit->nodes[node]++;
     }
-    return TRUE;
+    return true;
 }
 
 void

@@ -114,9 +114,9 @@ compareCost(gconstpointer a, gconstpointer b, gpointer data)
 }
 
 /* The cheapest cores of group g whose vacating covers what the request lacks there, within
- * the budget; FALSE when g needs nothing or cannot be helped. cost: per core, -1 when it
+ * the budget; false when g needs nothing or cannot be helped. cost: per core, -1 when it
  * cannot be vacated or would not help. */
-static gboolean
+static bool
 candidateIn(const vpRoom *r, const vpGroup *g, const int *cost, const int *gain, vpCandidate *out)
 {
     g_autofree int *order = g_memdup2(g->cores, sizeof(int) * g->ncores);
@@ -126,7 +126,7 @@ candidateIn(const vpRoom *r, const vpGroup *g, const int *cost, const int *gain,
     for (int i = 0; i < g->ncores; i++)
         need -= r->room[g->cores[i]];
     if (need <= 0 || emptyRoom(r, g) < (int)r->req->vcpus)
-        return FALSE;
+        return false;
     g_qsort_with_data(order, g->ncores, sizeof(int), compareCost, (gpointer)cost);
     out->cores = g_array_new(FALSE, FALSE, sizeof(int));
     for (int i = 0; i < g->ncores && need > 0; i++) {
@@ -142,9 +142,9 @@ candidateIn(const vpRoom *r, const vpGroup *g, const int *cost, const int *gain,
     if (need > 0) {
         g_array_free(out->cores, TRUE);
         out->cores = NULL;
-        return FALSE;
+        return false;
     }
-    return TRUE;
+    return true;
 }
 
 static int
@@ -443,7 +443,7 @@ keep:
     return g_steal_pointer(&plan);
 }
 
-gboolean
+bool
 vpCompactApply(vpLedger *ledger, const vpPlan *plan, GError **error)
 {
     const vpTopology *topo = vpLedgerTopology(ledger);
@@ -462,7 +462,7 @@ vpCompactApply(vpLedger *ledger, const vpPlan *plan, GError **error)
             if (!cur) {
                 g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                             "move %u: domain '%s' is not in the ledger", i, m->domain);
-                return FALSE;
+                return false;
             }
             copy = vpPlanCopy(cur);
             g_hash_table_insert(moved, copy->domain, copy);
@@ -472,7 +472,7 @@ vpCompactApply(vpLedger *ledger, const vpPlan *plan, GError **error)
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "move %u: domain '%s' vcpu %u is not on CPU %u, or CPU %u is unknown", i,
                         m->domain, m->vcpu, m->from, m->to);
-            return FALSE;
+            return false;
         }
         copy->vcpu_pu[m->vcpu] = (int)m->to;
         if (copy->policy.emulator != VP_EMULATOR_DEDICATED &&
@@ -484,7 +484,7 @@ vpCompactApply(vpLedger *ledger, const vpPlan *plan, GError **error)
     g_hash_table_iter_init(&it, moved);
     while (g_hash_table_iter_next(&it, NULL, &value)) {
         if (!vpLedgerReplace(ledger, value, error))
-            return FALSE;
+            return false;
     }
-    return TRUE;
+    return true;
 }

@@ -16,6 +16,8 @@
 #include "core/place/placer.h"
 #include "core/model/request.h"
 
+#include <stdbool.h>
+
 #define VP_COMPACT_MAX_MOVES 2
 
 typedef struct {
@@ -33,4 +35,4 @@ vpPlan *vpPlaceCompact(const vpTopology *topo, const vpLedger *ledger, const vpR
 /* Applies plan's moves to the ledger (each moved domain's plan replaced; the emulator set of
  * a domain whose emulator floats over its vCPUs follows them), as the daemon's actuator
  * does on the host. Changes nothing when a move does not match the ledger. */
-gboolean vpCompactApply(vpLedger *ledger, const vpPlan *plan, GError **error);
+bool vpCompactApply(vpLedger *ledger, const vpPlan *plan, GError **error);

@@ -199,8 +199,8 @@ moveKind(const vpRoom *r, const vpPlan *plan, int to, const vpPlan *into)
 }
 
 /* The moves that vacate the given cores: every vCPU on them to its first legal
- * destination. FALSE when one has none. */
-gboolean
+ * destination. false when one has none. */
+bool
 vpCompactMovesFor(const vpRoom *r, const GArray *cores, const char *reason, vpPlan *into)
 {
     g_autofree bool *vacated = g_new0(bool, vpTopologyNCores(r->topo));
@@ -221,12 +221,12 @@ vpCompactMovesFor(const vpRoom *r, const GArray *cores, const char *reason, vpPl
             plan = vpLedgerLookup(r->ledger, o.domain);
             to = vpCompactDestination(r, plan, core->pus[k], vacated, into->moves, into->nmoves);
             if (to < 0)
-                return FALSE;
+                return false;
             why = g_strdup_printf("makes room for domain '%s' (%s): onto %s", r->req->name, reason,
                                   moveKind(r, plan, to, into));
             vpPlanAddMove(into, o.domain, o.vcpu, vpTopologyPU(r->topo, core->pus[k])->os,
                           vpTopologyPU(r->topo, to)->os, why);
         }
     }
-    return TRUE;
+    return true;
 }

@@ -33,5 +33,5 @@ int vpCompactDestination(const vpRoom *r, const vpPlan *plan, int from, const bo
                          const vpMove *moves, unsigned nmoves);
 /* vCPUs to move off core c to vacate it, or -1 when something on it may not move. */
 int vpCompactVacateCost(const vpRoom *r, int c);
-/* The moves that vacate the given cores, into `into`; FALSE when a vCPU has nowhere to go. */
-gboolean vpCompactMovesFor(const vpRoom *r, const GArray *cores, const char *reason, vpPlan *into);
+/* The moves that vacate the given cores, into `into`; false when a vCPU has nowhere to go. */
+bool vpCompactMovesFor(const vpRoom *r, const GArray *cores, const char *reason, vpPlan *into);

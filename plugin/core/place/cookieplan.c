@@ -115,12 +115,12 @@ statementsFree(GArray *statements)
     g_array_free(statements, TRUE);
 }
 
-gboolean
+bool
 vpSchedCoreParse(const char *text, gsize len, const char *path, vpSchedCore *mode, GError **error)
 {
     GArray *statements = splitStatements(text, len);
     vpSchedCore found = VP_SCHED_CORE_NONE;
-    gboolean ok = TRUE;
+    bool ok = true;
 
     /* libvirt keeps the last of repeated keys */
     for (guint i = 0; ok && i < statements->len; i++) {
@@ -141,7 +141,7 @@ vpSchedCoreParse(const char *text, gsize len, const char *path, vpSchedCore *mod
         if (vlen < 2 || (value[0] != '"' && value[0] != '\'') || value[vlen - 1] != value[0]) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "%s:%u: sched_core = %s is not a quoted string", path, s->line, value);
-            ok = FALSE;
+            ok = false;
             break;
         }
         value[vlen - 1] = '\0';
@@ -153,7 +153,7 @@ vpSchedCoreParse(const char *text, gsize len, const char *path, vpSchedCore *mod
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "%s:%u: sched_core='%s' is not one of none, vcpus, emulator, full", path,
                         s->line, value + 1);
-            ok = FALSE;
+            ok = false;
             break;
         }
         found = m;

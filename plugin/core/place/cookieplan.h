@@ -45,8 +45,8 @@ const char *vpSchedCoreName(vpSchedCore mode);
 /* The sched_core setting in the text of a libvirt qemu.conf (virConf syntax: `key = "value"`
  * lines, # comments, lists in brackets possibly spanning lines). Absent: NONE, libvirt's
  * default. A value libvirt would refuse is an error naming path, line and value. */
-gboolean vpSchedCoreParse(const char *text, gsize len, const char *path, vpSchedCore *mode,
-                          GError **error);
+bool vpSchedCoreParse(const char *text, gsize len, const char *path, vpSchedCore *mode,
+                      GError **error);
 
 /* A cookie id as the kernel's GET gives it; 0 is no cookie. */
 #define VP_COOKIE_MIXED UINT64_MAX /* threads carry two different non-zero ids */

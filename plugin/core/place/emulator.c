@@ -61,7 +61,7 @@ pickEmulatorPU(const vpCtx *ctx, vpPlan *plan, vpChoice *choice)
 }
 
 /* Where the policy puts the emulator: the housekeeping CPUs, the vCPUs' own, or one of its own. */
-static gboolean
+static bool
 placeByPolicy(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
 {
     hwloc_const_bitmap_t hk = vpTopologyHousekeeping(ctx->topo);
@@ -74,50 +74,50 @@ placeByPolicy(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
     case VP_EMULATOR_HOUSEKEEPING:
         if (!hwloc_bitmap_iszero(hk))
             hwloc_bitmap_copy(plan->emulator, hk);
-        return TRUE;
+        return true;
     case VP_EMULATOR_DEDICATED:
         if (pickEmulatorPU(ctx, plan, choice))
-            return TRUE;
+            return true;
         if (ctx->req->policy.unmet == VP_UNMET_REFUSE) {
             g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                         "emulator=dedicated needs one more free PU for domain '%s'; none is left",
                         plan->domain);
-            return FALSE;
+            return false;
         }
         vpPlanDegrade(plan, "emulator=dedicated relaxed to emulator=vcpus: no free PU left");
-        return TRUE;
+        return true;
     default:
-        return TRUE;
+        return true;
     }
 }
 
 /* A real-time vCPU (<vcpusched> fifo or rr) would starve an emulator thread on its CPU:
  * the emulator keeps to the domain's other CPUs, or gets a free one. */
-static gboolean
+static bool
 offRealtime(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
 {
     g_autoptr(vpBitmap) rt = hwloc_bitmap_alloc();
 
     if (!ctx->req->realtime || ctx->req->emulator_pin)
-        return TRUE;
+        return true;
     for (unsigned i = 0; i < plan->nvcpus; i++) {
         if (plan->vcpu_pu[i] >= 0 && hwloc_bitmap_isset(ctx->req->realtime, i))
             hwloc_bitmap_set(rt, plan->vcpu_pu[i]);
     }
     hwloc_bitmap_andnot(plan->emulator, plan->emulator, rt);
     if (!hwloc_bitmap_iszero(plan->emulator))
-        return TRUE;
+        return true;
     hwloc_bitmap_andnot(plan->reserved, plan->reserved, rt);
     if (pickEmulatorPU(ctx, plan, choice))
-        return TRUE;
+        return true;
     g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                 "domain '%s': every vCPU is real-time (<vcpusched> fifo/rr) and no free PU is "
                 "left for the emulator",
                 plan->domain);
-    return FALSE;
+    return false;
 }
 
-gboolean
+bool
 vpPlacerPlaceEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error)
 {
     return placeByPolicy(ctx, plan, choice, error) && offRealtime(ctx, plan, choice, error);

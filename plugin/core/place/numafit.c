@@ -177,7 +177,7 @@ searchPart(vpCtx *ctx, vpPlan *plan, vpLocality locality, int n, bool failed, vp
 }
 
 /* Memory a placed part puts on each node: in proportion to its vCPUs there. */
-static gboolean
+static bool
 partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pick, GError **error)
 {
     int nnodes = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
@@ -187,7 +187,7 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
     int first = -1;
 
     if (!part->memory || !pick->n)
-        return TRUE;
+        return true;
     for (int i = 0; i < pick->n; i++)
         count[vpTopologyNodeOfPU(ctx->topo, pick->pus[i])]++;
     for (int g = 0; g < nnodes; g++) {
@@ -220,13 +220,13 @@ partMemory(const vpCtx *ctx, vpPlan *plan, const vpPart *part, const vpPick *pic
                             "domain '%s': its vCPUs on node %u need %s of memory %s; node %u "
                             "has %s free",
                             plan->domain, cpus->os, want, where, node->os, have);
-            return FALSE;
+            return false;
         }
         vpPlanAddPages(plan, node->os, page, share);
         given += share;
     }
     g_assert(given == part->memory);
-    return TRUE;
+    return true;
 }
 
 /* Whether a pick puts a vCPU beside a stranger: a VM of another cookie, or for a VM that is
@@ -355,7 +355,7 @@ fallbackPart(vpCtx *ctx, vpPlan *plan, const vpPart *part, bool *last, vpChoice 
     return found;
 }
 
-gboolean
+bool
 vpPlacerPlaceParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GError **error)
 {
     g_autoptr(vpBitmap) taken = hwloc_bitmap_alloc();
@@ -377,7 +377,7 @@ vpPlacerPlaceParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GErro
             found = false;
         if (!found) {
             vpPlacerPickClear(&choice.pick);
-            return FALSE;
+            return false;
         }
         for (int i = 0; i < choice.pick.n; i++) {
             int pu = choice.pick.pus[i];
@@ -397,7 +397,7 @@ vpPlacerPlaceParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GErro
         vpPlacerCtxHold(ctx, &choice.pick);
         vpPlacerPickClear(&choice.pick);
     }
-    return TRUE;
+    return true;
 }
 
 static void
@@ -483,13 +483,13 @@ vpPlacerCutParts(const vpTopology *topo, const vpRequest *req, const unsigned *i
     return parts;
 }
 
-static gboolean
+static bool
 checkNodeset(const vpTopology *topo, const vpRequest *req, hwloc_const_bitmap_t set, GError **error)
 {
     g_autoptr(vpBitmap) missing = NULL;
 
     if (!set)
-        return TRUE;
+        return true;
     missing = hwloc_bitmap_dup(set);
     hwloc_bitmap_andnot(missing, missing, vpTopologyNodeSet(topo));
     if (!hwloc_bitmap_iszero(missing)) {
@@ -499,22 +499,22 @@ checkNodeset(const vpTopology *topo, const vpRequest *req, hwloc_const_bitmap_t 
         g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                     "domain '%s': <numatune> nodeset names nodes %s this host lacks (it has %s)",
                     req->name, bad, have);
-        return FALSE;
+        return false;
     }
-    return TRUE;
+    return true;
 }
 
-gboolean
+bool
 vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **error)
 {
     guint64 total = 0;
     bool known = true;
 
     if (!checkNodeset(topo, req, req->nodeset, error))
-        return FALSE;
+        return false;
     for (unsigned c = 0; c < req->ncells; c++) {
         if (!checkNodeset(topo, req, req->cells[c].nodeset, error))
-            return FALSE;
+            return false;
     }
     if (req->cpuset && !hwloc_bitmap_intersects(req->cpuset, vpTopologyUsableSet(topo))) {
         g_autofree char *set = vpCpuListFormat(req->cpuset);
@@ -523,7 +523,7 @@ vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **
         g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                     "domain '%s': <vcpu cpuset='%s'> names no CPU this host may hand out (%s)",
                     req->name, set, usable);
-        return FALSE;
+        return false;
     }
     for (int g = 0; g < vpTopologyNGroups(topo, VP_LEVEL_NUMA); g++) {
         const vpGroup *node = vpTopologyGroup(topo, VP_LEVEL_NUMA, g);
@@ -541,9 +541,9 @@ vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **
 
         g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                     "domain '%s': <memory> %s is more than this host's %s", req->name, want, have);
-        return FALSE;
+        return false;
     }
-    return TRUE;
+    return true;
 }
 
 GArray *

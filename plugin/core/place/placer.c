@@ -144,7 +144,7 @@ placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, 
     g_autofree bool *dom_ok = NULL;
     vpCtx ctx;
     vpChoice choice = {0};
-    gboolean ok = FALSE;
+    bool ok = false;
 
     vpPolicyCopy(&plan->policy, &req->policy);
     plan->group = g_strdup(req->policy.group);
@@ -193,7 +193,7 @@ placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, 
     holdOwnPins(plan, req);
     if (req->cpuset)
         plan->cpuset = hwloc_bitmap_dup(req->cpuset);
-    ok = TRUE;
+    ok = true;
 
 out:
     vpPlacerPickClear(&choice.pick);

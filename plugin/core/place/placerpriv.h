@@ -166,18 +166,18 @@ char *vpPlacerPartRefusal(const vpCtx *ctx, const vpPlan *plan, const vpPart *pa
 
 /* emulator.c: the emulator threads as the policy asks (housekeeping, the vCPUs' CPUs, a
  * dedicated PU), kept off real-time vCPUs; a refusal when it cannot be met. */
-gboolean vpPlacerPlaceEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error);
+bool vpPlacerPlaceEmulator(const vpCtx *ctx, vpPlan *plan, vpChoice *choice, GError **error);
 
 /* numafit.c: the domain's NUMA statements, cpuset and memory, as parts placed one by one. */
 /* Refusals for what no placement could meet: nodes the host lacks, a cpuset of no usable
  * CPU, more memory than the host has. */
-gboolean vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **error);
+bool vpPlacerCheckConstraints(const vpTopology *topo, const vpRequest *req, GError **error);
 /* The domain cut into parts (vpPart) of the online vCPU ids (ascending): one per guest cell,
  * per node of an interleave nodeset, else one. */
 GArray *vpPlacerCutParts(const vpTopology *topo, const vpRequest *req, const unsigned *ids,
                          unsigned n);
 /* Places each part in turn into plan, all of them merged into *all. */
-gboolean vpPlacerPlaceParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GError **error);
+bool vpPlacerPlaceParts(vpCtx *ctx, vpPlan *plan, GArray *parts, vpChoice *all, GError **error);
 /* The mask for one part: usable PUs inside the cpuset, on allowed nodes (hard, then only and
  * not avoid), whose node has need bytes free; off_own: off the domain's own emulator and
  * iothread pins. Caller frees. */

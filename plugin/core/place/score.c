@@ -346,7 +346,7 @@ heldPUs(const vpScore *s, unsigned n, const int *vcpu_cpu, hwloc_const_bitmap_t 
 
 /* Each held PU exists, is held once, and is free or time-shared: the first n (the vCPUs')
  * may join another smt=share VM's vCPU when this VM is smt=share too. */
-static gboolean
+static bool
 checkHeld(const vpScore *s, const char *name, vpSmt smt, unsigned n, const GArray *held,
           GError **error)
 {
@@ -359,17 +359,17 @@ checkHeld(const vpScore *s, const char *name, vpSmt smt, unsigned n, const GArra
         if (pu < 0 || (s->owner[pu] && !timeshare)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is given a CPU that %s", name,
                         pu < 0 ? "the topology lacks" : "another VM holds");
-            return FALSE;
+            return false;
         }
         for (guint j = 0; j < i; j++) {
             if (g_array_index(held, int, j) == pu) {
                 g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is given CPU %u twice",
                             name, vpTopologyPU(s->topo, pu)->os);
-                return FALSE;
+                return false;
             }
         }
     }
-    return TRUE;
+    return true;
 }
 
 static vpScoreVM *
@@ -484,7 +484,7 @@ countPlaced(vpScore *s, vpSmt smt, unsigned guest_threads, const int *pus, unsig
     g_array_append_val(s->decision_us, us);
 }
 
-gboolean
+bool
 vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned guest_threads,
               unsigned n, const int *vcpu_cpu, hwloc_const_bitmap_t reserved, guint64 memory,
               double us, GError **error)
@@ -497,11 +497,11 @@ vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned gue
 
     if (g_hash_table_contains(s->vms, name)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is placed twice", name);
-        return FALSE;
+        return false;
     }
     held = heldPUs(s, n, vcpu_cpu, reserved, pus);
     if (!checkHeld(s, name, policy->smt, n, held, error))
-        return FALSE;
+        return false;
     vm = vmNew(name, policy, n, pus, memory);
     g_hash_table_insert(s->vms, vm->name, vm);
     stranger = nextToStranger(s, vm, held, beside);
@@ -510,10 +510,10 @@ vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned gue
     countPlaced(s, policy->smt, guest_threads, pus, n, stranger,
                 stranger && usableFreeCoreExists(s, vm, beside), us);
     tick(s);
-    return TRUE;
+    return true;
 }
 
-gboolean
+bool
 vpScoreMoved(vpScore *s, const char *name, unsigned from, unsigned to, GError **error)
 {
     vpScoreVM *vm = g_hash_table_lookup(s->vms, name);
@@ -525,19 +525,19 @@ vpScoreMoved(vpScore *s, const char *name, unsigned from, unsigned to, GError **
     if (!vm || pf < 0 || v == vm->n || s->owner[pf] != vm || (s->more[pf] && s->more[pf]->len)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "move of VM '%s': it runs no vCPU on CPU %u",
                     name, from);
-        return FALSE;
+        return false;
     }
     if (pt < 0 || s->owner[pt] || !vpTopologyPU(s->topo, pt)->usable) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "move of VM '%s': CPU %u is not a free usable CPU", name, to);
-        return FALSE;
+        return false;
     }
     s->owner[pf] = NULL;
     s->owner[pt] = vm;
     vm->pus[v] = pt;
     s->moves++;
     s->pending_moves++;
-    return TRUE;
+    return true;
 }
 
 void
@@ -554,13 +554,13 @@ vpScoreRefused(vpScore *s, unsigned n, double us)
     tick(s);
 }
 
-gboolean
+bool
 vpScoreStopped(vpScore *s, const char *name)
 {
     vpScoreVM *vm = g_hash_table_lookup(s->vms, name);
 
     if (!vm)
-        return FALSE;
+        return false;
     for (int pu = 0; pu < vpTopologyNPUs(s->topo); pu++) {
         if (s->more[pu])
             g_ptr_array_remove(s->more[pu], vm);
@@ -574,7 +574,7 @@ vpScoreStopped(vpScore *s, const char *name)
         s->node_held[g] -= vm->held[g];
     g_hash_table_remove(s->vms, name);
     tick(s);
-    return TRUE;
+    return true;
 }
 
 static int

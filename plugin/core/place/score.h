@@ -9,6 +9,7 @@
 #include "core/model/topology.h"
 
 #include <json-glib/json-glib.h>
+#include <stdbool.h>
 
 typedef struct _vpScore vpScore;
 
@@ -20,15 +21,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpScore, vpScoreFree)
  * per vCPU, the CPUs it holds idle (reserved siblings) and the memory it asked (bytes, 0:
  * none; held on its vCPUs' nodes in proportion to its vCPUs there). Fails on a CPU the
  * topology lacks or one another VM holds (a placer bug worth reporting). */
-gboolean vpScorePlaced(vpScore *score, const char *name, const vpPolicy *policy,
-                       unsigned guest_threads, unsigned nvcpus, const int *vcpu_cpu,
-                       hwloc_const_bitmap_t reserved, guint64 memory, double decision_us,
-                       GError **error);
+bool vpScorePlaced(vpScore *score, const char *name, const vpPolicy *policy, unsigned guest_threads,
+                   unsigned nvcpus, const int *vcpu_cpu, hwloc_const_bitmap_t reserved,
+                   guint64 memory, double decision_us, GError **error);
 /* A running VM's vCPU re-pinned from one Linux CPU to a free one, to make room for the next
  * placement (counted as that admission's move). */
-gboolean vpScoreMoved(vpScore *score, const char *name, unsigned from, unsigned to, GError **error);
+bool vpScoreMoved(vpScore *score, const char *name, unsigned from, unsigned to, GError **error);
 void vpScoreRefused(vpScore *score, unsigned nvcpus, double decision_us);
-gboolean vpScoreStopped(vpScore *score, const char *name);
+bool vpScoreStopped(vpScore *score, const char *name);
 /* Untrusted pairs on one core right now: not one VM, one cookie group nor two smt=share VMs
  * (vpTrustMutual). */
 int vpScoreUntrustedSharedCores(const vpScore *score);
