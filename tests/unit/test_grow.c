@@ -5,23 +5,13 @@
  * holds cores {0,1} and {2,3}, L3 1 holds {4,5} and {6,7}.
  */
 #include "core/place/grow.h"
-#include "host/hwtopo.h"
 #include "checkmain.h"
+#include "topo.h"
 
 #include <check.h>
 #include <string.h>
 
 #define TWO_L3 "synthetic:pack:1 l3:2 core:2 pu:2"
-
-static vpTopology *
-load(const char *src)
-{
-    g_autoptr(GError) error = NULL;
-    vpTopology *topo = vpHwtopoLoad(src, NULL, NULL, &error);
-
-    ck_assert_msg(topo, "%s: %s", src, error ? error->message : "");
-    return topo;
-}
 
 /* A recorded plan: vCPUs on the given CPUs (-1 ends the list), reserved siblings as a
  * CPU list, placed at one L3 group. */
@@ -87,7 +77,7 @@ reservedOf(const vpPlan *plan)
 
 START_TEST(test_spread_free_core_beside_the_others)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
     g_autofree char *cpus = NULL;
@@ -105,7 +95,7 @@ END_TEST
 
 START_TEST(test_spread_prefers_free_core_elsewhere_to_a_sibling)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
     g_autofree char *cpus = NULL;
@@ -126,7 +116,7 @@ END_TEST
 /* No free core left: its own sibling (its own cookie), never a stranger's. */
 START_TEST(test_spread_own_sibling_before_strangers)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
     g_autofree char *cpus = NULL;
@@ -145,7 +135,7 @@ END_TEST
 /* A trust group that shares cookies: a group mate's sibling is as good as its own. */
 START_TEST(test_group_mates_sibling)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
 
@@ -160,7 +150,7 @@ END_TEST
 
 START_TEST(test_isolate_holds_the_sibling)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
     g_autofree char *cpus = NULL;
@@ -178,7 +168,7 @@ END_TEST
 /* isolate with unmet=refuse: a vCPU that exists cannot be refused; relaxed, and said so. */
 START_TEST(test_isolate_relaxed_when_no_whole_core)
 {
-    g_autoptr(vpTopology) topo = load("synthetic:pack:1 l3:1 core:2 pu:2");
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:2", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
 
@@ -195,7 +185,7 @@ END_TEST
 
 START_TEST(test_pack_fills_its_idle_sibling_first)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
     g_autofree char *cpus = NULL;
@@ -215,7 +205,7 @@ END_TEST
 
 START_TEST(test_shrink_frees)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
     g_autofree char *iso = NULL;
@@ -239,7 +229,7 @@ END_TEST
  * beside it than it has once shrunk, so that its plan still reads back from the ledger. */
 START_TEST(test_shrink_keeps_beside_count_true)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpPlan) copy = NULL;
     g_autoptr(vpPlan) back = NULL;
@@ -263,7 +253,7 @@ END_TEST
 
 START_TEST(test_floating_emulator_follows)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpPlan) plan = vpPlanNew("a", 1);
     g_autoptr(GError) error = NULL;
@@ -284,7 +274,7 @@ END_TEST
 
 START_TEST(test_no_room_left_unpinned)
 {
-    g_autoptr(vpTopology) topo = load("synthetic:pack:1 l3:1 core:1 pu:2");
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:1 pu:2", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
 
@@ -328,7 +318,7 @@ growOn(const vpTopology *topo, vpLedger *ledger, const int *cpus, unsigned node,
  * after `virsh numatune --live` moved it), not beside the vCPU on node 0. */
 START_TEST(test_hotplug_follows_memory)
 {
-    g_autoptr(vpTopology) topo = load(TWO_NODES);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_NODES, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan = growOn(topo, ledger, (int[]){0, END}, 1, NULL, 3);
 
@@ -341,7 +331,7 @@ END_TEST
 /* No room where the memory is and no nodeset of its own: placed elsewhere, said. */
 START_TEST(test_hotplug_off_memory_said)
 {
-    g_autoptr(vpTopology) topo = load(TWO_NODES);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_NODES, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     const vpPlan *plan;
 
@@ -359,7 +349,7 @@ END_TEST
 /* A strict nodeset is never left: with node 1 full, the new vCPU stays unpinned. */
 START_TEST(test_hotplug_strict_nodeset_kept)
 {
-    g_autoptr(vpTopology) topo = load(TWO_NODES);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_NODES, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpRequest) req = vpRequestNew("a", 2);
     const vpPlan *plan;
@@ -382,7 +372,7 @@ loadCxl(void)
 {
     g_autofree char *file =
         g_build_filename(g_getenv("VP_TOPDIR"), "tests", "topologies", "cxl-2n1m.xml", NULL);
-    return load(file);
+    return vpTestTopology(file, NULL);
 }
 
 /* Domain "a", 2 vCPUs, its memory bound strictly to the CXL node. */
@@ -431,7 +421,7 @@ END_TEST
 /* Guest cells: each new vCPU joins its own cell's node (cell 0 on node 0, cell 1 on 1). */
 START_TEST(test_hotplug_joins_its_cell)
 {
-    g_autoptr(vpTopology) topo = load(TWO_NODES);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_NODES, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpRequest) req = vpRequestNew("a", 4);
     const vpPlan *plan;
@@ -454,7 +444,7 @@ END_TEST
 
 START_TEST(test_refusals)
 {
-    g_autoptr(vpTopology) topo = load(TWO_L3);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_L3, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpPlan) pinned = vpPlanNew("p", 1);
     g_autoptr(GError) zero = NULL;

@@ -7,6 +7,7 @@
 #include "daemon/manager.h"
 
 #include "checkmain.h"
+#include "topo.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -33,12 +34,8 @@ teardown(void)
 static vpManager *
 newManager(void)
 {
-    vpTopology *topo = vpTopologyNew();
-    for (unsigned c = 0; c < 4; c++)
-        vpTopologyAddPU(topo, c, 0, 0, 0, -1, c, true);
-    vpTopologySetSource(topo, "test-4");
+    vpTopology *topo = vpTestTopology("synthetic:pack:1 l3:1 core:4 pu:1", NULL);
     g_autoptr(GError) err = NULL;
-    ck_assert_msg(vpTopologyFinalize(topo, NULL, NULL, &err), "%s", err ? err->message : "");
     vpPolicy defaults;
     vpPolicyInitDefaults(&defaults);
     g_autofree char *state = g_build_filename(tmpdir, "ledger.json", NULL);

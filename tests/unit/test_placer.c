@@ -4,24 +4,14 @@
  * several machines with every plan checked against the properties of tests/common/props.h.
  */
 #include "core/place/placer.h"
-#include "host/hwtopo.h"
 #include "props.h"
 #include "checkmain.h"
+#include "topo.h"
 
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static vpTopology *
-load(const char *src)
-{
-    g_autoptr(GError) error = NULL;
-    vpTopology *topo = vpHwtopoLoad(src, NULL, NULL, &error);
-
-    ck_assert_msg(topo, "%s: %s", src, error ? error->message : "");
-    return topo;
-}
 
 static vpRequest *
 request(const char *name, unsigned vcpus, vpSmt smt, const char *group)
@@ -50,7 +40,7 @@ placeAdd(const vpTopology *topo, vpLedger *ledger, vpRequest *req)
 
 START_TEST(test_isolate_refusal_names_figures)
 {
-    g_autoptr(vpTopology) topo = load("synthetic:pack:2 numa:1 l3:2 core:4 pu:2");
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:2 numa:1 l3:2 core:4 pu:2", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpRequest) req = request("big", 10, VP_SMT_ISOLATE, NULL);
     g_autoptr(GError) error = NULL;
@@ -67,7 +57,7 @@ END_TEST
 
 START_TEST(test_degrade_says_what)
 {
-    g_autoptr(vpTopology) topo = load("synthetic:pack:1 l3:1 core:4 pu:2");
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:4 pu:2", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpRequest) req = request("vm", 6, VP_SMT_ISOLATE, NULL);
     g_autoptr(GError) error = NULL;
@@ -84,7 +74,7 @@ END_TEST
 
 START_TEST(test_trust_group_shares_first)
 {
-    g_autoptr(vpTopology) topo = load("synthetic:pack:1 l3:2 core:2 pu:2");
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:2 core:2 pu:2", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpRequest) b = request("b", 2, VP_SMT_SPREAD, "t2");
     g_autoptr(vpRequest) a = request("a", 2, VP_SMT_SPREAD, "t1");
@@ -111,7 +101,7 @@ END_TEST
 
 START_TEST(test_deterministic)
 {
-    g_autoptr(vpTopology) topo = load("synthetic:pack:2 numa:1 l3:2 core:4 pu:2");
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:2 numa:1 l3:2 core:4 pu:2", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpRequest) pre = request("pre", 3, VP_SMT_PACK, NULL);
     g_autoptr(vpRequest) req = request("vm", 5, VP_SMT_SPREAD, NULL);
@@ -128,7 +118,7 @@ END_TEST
 
 START_TEST(test_pinned_respected)
 {
-    g_autoptr(vpTopology) topo = load("synthetic:pack:1 l3:1 core:4 pu:2");
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:4 pu:2", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpRequest) req = request("pinned", 2, VP_SMT_ISOLATE, NULL);
     g_autoptr(vpPlan) plan = NULL;
@@ -152,8 +142,7 @@ END_TEST
 START_TEST(test_share_overcommit)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(vpBitmap) host = vpCpuListParse("host", "0", &error);
-    g_autoptr(vpTopology) topo = vpHwtopoLoad("synthetic:pack:1 core:2 pu:1", host, NULL, &error);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 core:2 pu:1", "0");
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpRequest) a = request("a", 1, VP_SMT_SHARE, NULL);
     g_autoptr(vpRequest) b = request("b", 1, VP_SMT_SHARE, NULL);
@@ -217,7 +206,7 @@ END_TEST
 static void
 churn(const char *src, unsigned seed, int events)
 {
-    g_autoptr(vpTopology) topo = load(src);
+    g_autoptr(vpTopology) topo = vpTestTopology(src, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(GRand) rand = g_rand_new_with_seed(seed);
     g_autoptr(GPtrArray) live = g_ptr_array_new_with_free_func(g_free);
@@ -312,7 +301,7 @@ START_TEST(test_cpuless_node_memory)
 {
     g_autofree char *file =
         g_build_filename(g_getenv("VP_TOPDIR"), "tests", "topologies", "cxl-2n1m.xml", NULL);
-    g_autoptr(vpTopology) topo = load(file);
+    g_autoptr(vpTopology) topo = vpTestTopology(file, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpRequest) a = boundRequest("a", 2, 3ULL << 30, 2);
     g_autoptr(vpRequest) b = boundRequest("b", 1, 1ULL << 30, 2);

@@ -6,28 +6,18 @@
  */
 #include "core/balance/pressure.h"
 #include "checkmain.h"
+#include "topo.h"
 
 #include <check.h>
 #include <gio/gio.h>
 #include <math.h>
 #include <string.h>
 
+/* Two cores of two siblings numbered as on Intel: CPUs 0 and 2 on core 0, 1 and 3 on core 1. */
+#define TWO_CORES_SMT2 "synthetic:pack:1 l3:1 core:2 pu:2(indexes=0,2,1,3)"
+
 #define SEC 1000000000LL
 #define EPS 1e-9
-
-static vpTopology *
-buildTopo(int l3, int cores, int threads)
-{
-    vpTopology *topo = vpTopologyNew();
-    int total = l3 * cores;
-
-    for (int t = 0; t < threads; t++) {
-        for (int g = 0; g < total; g++)
-            vpTopologyAddPU(topo, t * total + g, 0, 0, g / cores, -1, g, true);
-    }
-    ck_assert(vpTopologyFinalize(topo, NULL, NULL, NULL));
-    return topo;
-}
 
 static void
 addMember(vpLedger *ledger, const char *name, const char *group, vpCoresched coresched,
@@ -88,7 +78,7 @@ step(vpPressure *p, const vpLedger *ledger, const char *domain, int vcpu, double
 
 START_TEST(test_smoothing)
 {
-    g_autoptr(vpTopology) topo = buildTopo(1, 2, 1);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:1", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     vpPressureConfig cfg;
     g_autoptr(vpPressure) p = NULL;
@@ -144,7 +134,7 @@ END_TEST
 
 START_TEST(test_persistence_and_hysteresis)
 {
-    g_autoptr(vpTopology) topo = buildTopo(1, 2, 1);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:1", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     vpPressureConfig cfg;
     g_autoptr(vpPressure) p = NULL;
@@ -175,7 +165,7 @@ END_TEST
 
 START_TEST(test_burst_echo_does_not_count)
 {
-    g_autoptr(vpTopology) topo = buildTopo(1, 2, 1);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:1", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpPressure) p = vpPressureNew(topo, NULL);
     const int cpus[] = {0};
@@ -198,7 +188,7 @@ END_TEST
 
 START_TEST(test_idle_and_other_load)
 {
-    g_autoptr(vpTopology) topo = buildTopo(1, 2, 1);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:1", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpPressure) p = vpPressureNew(topo, NULL);
     const int cpus[] = {0};
@@ -236,7 +226,7 @@ static double
 corunOf(const char *group_a, const char *group_b, vpCoresched coresched, bool same_domain,
         double *vcpu_corun)
 {
-    g_autoptr(vpTopology) topo = buildTopo(1, 2, 2);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_CORES_SMT2, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     vpPressureConfig cfg;
     g_autoptr(vpPressure) p = NULL;
@@ -283,7 +273,7 @@ END_TEST
 
 START_TEST(test_host_load_next_door_and_forceidle)
 {
-    g_autoptr(vpTopology) topo = buildTopo(1, 2, 2);
+    g_autoptr(vpTopology) topo = vpTestTopology(TWO_CORES_SMT2, NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     vpPressureConfig cfg;
     g_autoptr(vpPressure) p = NULL;
@@ -319,7 +309,7 @@ END_TEST
 
 START_TEST(test_domain_figures)
 {
-    g_autoptr(vpTopology) topo = buildTopo(1, 4, 1);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:4 pu:1", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     g_autoptr(vpPressure) p = vpPressureNew(topo, NULL);
     g_autoptr(vpPressureInput) in = vpPressureInputNew();

@@ -7,6 +7,7 @@
  */
 #include "core/balance/rebalance.h"
 #include "checkmain.h"
+#include "topo.h"
 
 #include <check.h>
 #include <string.h>
@@ -14,19 +15,6 @@
 #define SEC 1000000000LL
 
 /* 2 cores, no SMT: this machine's shape. host_cpus limits what is usable. */
-static vpTopology *
-twoCpus(const char *host_cpus)
-{
-    vpTopology *topo = vpTopologyNew();
-    g_autoptr(GError) err = NULL;
-    g_autoptr(vpBitmap) host = host_cpus ? vpCpuListParse("host_cpus", host_cpus, &err) : NULL;
-
-    vpTopologyAddPU(topo, 0, 0, 0, 0, -1, 0, true);
-    vpTopologyAddPU(topo, 1, 0, 0, 0, -1, 1, true);
-    ck_assert_msg(vpTopologyFinalize(topo, host, NULL, &err), "%s", err ? err->message : "");
-    return topo;
-}
-
 /* A one-vCPU smt=share unmet=degrade plan on cpu; overcommit when it time-shares. */
 static vpPlan *
 sharePlan(const char *domain, int cpu, bool overcommit, const char *rebalance)
@@ -119,7 +107,7 @@ notesSay(GPtrArray *notes, const char *text)
 
 START_TEST(test_shared_hotspot_moved_apart)
 {
-    g_autoptr(vpTopology) topo = twoCpus(NULL);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:1", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     vpPressureConfig pcfg;
     g_autoptr(vpPressure) p = NULL;
@@ -171,7 +159,7 @@ END_TEST
  * host noise) move nothing: there is no free PU, and neither PU is hot. */
 START_TEST(test_separated_steady_no_moves)
 {
-    g_autoptr(vpTopology) topo = twoCpus(NULL);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:1", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     vpPressureConfig pcfg;
     g_autoptr(vpPressure) p = NULL;
@@ -208,7 +196,7 @@ END_TEST
 /* The first holder may not move (rebalance=off): the other one does. */
 START_TEST(test_other_holder_moves)
 {
-    g_autoptr(vpTopology) topo = twoCpus(NULL);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:1", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     vpPressureConfig pcfg;
     g_autoptr(vpPressure) p = NULL;
@@ -233,7 +221,7 @@ END_TEST
 /* CPU 1 outside host_cpus: both stay, and the pass says why. */
 START_TEST(test_no_usable_target)
 {
-    g_autoptr(vpTopology) topo = twoCpus("0");
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:1", "0");
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     vpPressureConfig pcfg;
     g_autoptr(vpPressure) p = NULL;
@@ -256,7 +244,7 @@ END_TEST
 /* A move that leaves a PU still shared keeps the overcommit of those who still share it. */
 START_TEST(test_still_shared_stays_overcommitted)
 {
-    g_autoptr(vpTopology) topo = twoCpus(NULL);
+    g_autoptr(vpTopology) topo = vpTestTopology("synthetic:pack:1 l3:1 core:2 pu:1", NULL);
     g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
     vpPressureConfig pcfg;
     g_autoptr(vpPressure) p = NULL;

@@ -6,6 +6,7 @@
 #include "core/model/topology.h"
 #include "host/hwtopo.h"
 #include "checkmain.h"
+#include "topo.h"
 
 #include <check.h>
 #include <glib/gstdio.h>
@@ -26,16 +27,6 @@ sharedFile(const char *name)
         return path;
     g_free(path);
     return NULL;
-}
-
-static vpTopology *
-load(const char *src)
-{
-    g_autoptr(GError) error = NULL;
-    vpTopology *topo = vpHwtopoLoad(src, NULL, NULL, &error);
-
-    ck_assert_msg(topo, "%s: %s", src, error ? error->message : "");
-    return topo;
 }
 
 static int
@@ -134,8 +125,8 @@ END_TEST
 
 START_TEST(test_synthetic_smt8_and_nosmt)
 {
-    g_autoptr(vpTopology) p8 = load("synthetic:pack:2 core:6 pu:8");
-    g_autoptr(vpTopology) p1 = load("synthetic:pack:1 l3:2 core:4 pu:1");
+    g_autoptr(vpTopology) p8 = vpTestTopology("synthetic:pack:2 core:6 pu:8", NULL);
+    g_autoptr(vpTopology) p1 = vpTestTopology("synthetic:pack:1 l3:2 core:4 pu:1", NULL);
 
     ck_assert_int_eq(vpTopologyMaxSMT(p8), 8);
     ck_assert_int_eq(vpTopologyNCores(p8), 12);
@@ -187,7 +178,7 @@ END_TEST
 
 START_TEST(test_host)
 {
-    g_autoptr(vpTopology) topo = load("host");
+    g_autoptr(vpTopology) topo = vpTestTopology("host", NULL);
 
     ck_assert_int_ge(vpTopologyNPUs(topo), 1);
     ck_assert_int_ge(vpTopologyNCores(topo), 1);
@@ -222,7 +213,7 @@ START_TEST(test_real)
         printf("SKIP: %s not found (../shared/topologies absent)\n", c->file);
         return;
     }
-    topo = load(path);
+    topo = vpTestTopology(path, NULL);
     ck_assert_int_eq(vpTopologyNPUs(topo), c->pus);
     ck_assert_int_eq(vpTopologyNCores(topo), c->cores);
     ck_assert_int_eq(vpTopologyMaxSMT(topo), c->smt);
@@ -248,7 +239,7 @@ START_TEST(test_hybrid_core_sizes)
         printf("SKIP: hybrid topology not found\n");
         return;
     }
-    topo = load(path);
+    topo = vpTestTopology(path, NULL);
     for (int c = 0; c < vpTopologyNCores(topo); c++) {
         two += vpTopologyCore(topo, c)->npus == 2;
         one += vpTopologyCore(topo, c)->npus == 1;
@@ -262,8 +253,9 @@ END_TEST
  * local_memory a node's memory is unknown (0), and the operator's value fills it in. */
 START_TEST(test_node_memory_synthetic)
 {
-    g_autoptr(vpTopology) topo = load("synthetic:pack:2 numa:2(memory=64GB) core:2 pu:2");
-    g_autoptr(vpTopology) bare = load("synthetic:pack:1 numa:2 core:2 pu:1");
+    g_autoptr(vpTopology) topo =
+        vpTestTopology("synthetic:pack:2 numa:2(memory=64GB) core:2 pu:2", NULL);
+    g_autoptr(vpTopology) bare = vpTestTopology("synthetic:pack:1 numa:2 core:2 pu:1", NULL);
 
     ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_NUMA), 4);
     for (int n = 0; n < 4; n++) {
@@ -291,7 +283,7 @@ START_TEST(test_node_os_numbers)
         printf("SKIP: ../shared/topologies absent; node numbers not checked\n");
         return;
     }
-    topo = load(ppc);
+    topo = vpTestTopology(ppc, NULL);
     ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_NUMA), 8);
     for (int n = 0; n < 8; n++) {
         g = vpTopologyGroup(topo, VP_LEVEL_NUMA, n);
@@ -302,14 +294,14 @@ START_TEST(test_node_os_numbers)
     ck_assert_int_eq(vpTopologyNodeByOS(topo, 2), -1);
     g_clear_pointer(&topo, vpTopologyFree);
 
-    topo = load(side);
+    topo = vpTestTopology(side, NULL);
     g = vpTopologyGroup(topo, VP_LEVEL_NUMA, vpTopologyNodeByOS(topo, 2));
     ck_assert_uint_eq(g->npools, 2);
     ck_assert_uint_eq(g->pools[0].size, 2ULL << 20);
     ck_assert_uint_eq(g->pools[1].size, 1ULL << 30);
     g_clear_pointer(&topo, vpTopologyFree);
 
-    topo = load(epyc);
+    topo = vpTestTopology(epyc, NULL);
     ck_assert_int_eq(vpTopologyNGroups(topo, VP_LEVEL_NUMA), 8);
     for (int n = 0; n < 8; n++)
         ck_assert_uint_eq(vpTopologyGroup(topo, VP_LEVEL_NUMA, n)->memory, 0);
@@ -322,7 +314,7 @@ START_TEST(test_cpuless_node)
 {
     g_autofree char *file =
         g_build_filename(g_getenv("VP_TOPDIR"), "tests", "topologies", "cxl-2n1m.xml", NULL);
-    g_autoptr(vpTopology) topo = load(file);
+    g_autoptr(vpTopology) topo = vpTestTopology(file, NULL);
     g_autoptr(vpBitmap) named = hwloc_bitmap_alloc();
     g_autoptr(vpBitmap) cpus = NULL;
     g_autofree char *nodes = NULL;
