@@ -12,7 +12,7 @@
  * A kept /proc descriptor refers to the task, not to its number: once the thread exits
  * reads fail with ESRCH even if the number is reused, which is how "gone" is detected.
  */
-#include "host/monitorint.h"
+#include "host/monitorpriv.h"
 
 #include <errno.h>
 #include <fcntl.h>

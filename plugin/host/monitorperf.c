@@ -4,7 +4,7 @@
  * and, where the host has them, one hardware group (cycles, instructions); what the host
  * offers is detected once. monitor.c says why they are shaped so.
  */
-#include "host/monitorint.h"
+#include "host/monitorpriv.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>

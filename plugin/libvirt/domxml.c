@@ -5,7 +5,7 @@
  * libvirt checks it, so a document libvirt would refuse is refused here with the element,
  * attribute and value.
  */
-#include "libvirt/domxml-priv.h"
+#include "libvirt/domxmlpriv.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * <memoryBacking><hugepages>, <numatune> with its <memnode>s, and the guest NUMA cells of
  * <cpu><numa>. Checked as libvirt checks them; errors name element, attribute and value.
  */
-#include "libvirt/domxml-priv.h"
+#include "libvirt/domxmlpriv.h"
 
 #include <string.h>
 

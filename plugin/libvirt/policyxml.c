@@ -4,7 +4,7 @@
  * vcpuplaced pinned, by which `restore begin` and `migrate begin` tell its pins from the
  * domain's own.
  */
-#include "libvirt/domxml-priv.h"
+#include "libvirt/domxmlpriv.h"
 
 #include <string.h>
 

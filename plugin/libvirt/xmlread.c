@@ -6,7 +6,7 @@
  * access; a pre-scan bounds nodes, attributes and references before libxml2 sees the text.
  * The accessors below check each value the way libvirt does and name it when they refuse.
  */
-#include "libvirt/domxml-priv.h"
+#include "libvirt/domxmlpriv.h"
 
 #include <string.h>
 
