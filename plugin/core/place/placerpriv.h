@@ -10,7 +10,6 @@
 #include "core/place/placer.h"
 
 #include <stdbool.h>
-#include <string.h>
 
 typedef enum {
     TIER_WHOLE,        /* isolate, pack: whole free cores only */
