@@ -182,6 +182,43 @@ vpConfList(const char *value)
     return list;
 }
 
+/* Iterative, backtracking only to the last '*': linear in practice, and no recursion a
+ * long pattern could deepen. */
+static bool
+globMatch(const char *glob, const char *name)
+{
+    const char *star = NULL, *resume = NULL;
+    while (*name) {
+        if (*glob == '*') {
+            star = glob++;
+            resume = name;
+        } else if (*glob && (*glob == '?' || *glob == *name)) {
+            glob++;
+            name++;
+        } else if (star) {
+            glob = star + 1;
+            name = ++resume;
+        } else {
+            return false;
+        }
+    }
+    while (*glob == '*')
+        glob++;
+    return *glob == '\0';
+}
+
+bool
+vpConfManages(char *const *globs, const char *name)
+{
+    if (!globs)
+        return true;
+    for (char *const *g = globs; *g; g++) {
+        if (globMatch(*g, name))
+            return true;
+    }
+    return false;
+}
+
 void
 vpConfListFree(char **list)
 {

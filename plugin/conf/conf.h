@@ -87,6 +87,10 @@ void vpConfAt(const vpConf *conf, const char *group, size_t i, const char **key,
 /* A GLOBS value split: a NULL-terminated array (free with vpConfListFree). */
 char **vpConfList(const char *value);
 void vpConfListFree(char **list);
+/* Whether name is one of the domains a `domains` list (NULL: every domain) manages: '*'
+ * stands for any run of characters, '?' for one, the rest for itself. The daemon and the
+ * hook ask this one rule. */
+bool vpConfManages(char *const *globs, const char *name);
 
 /* Whether text is a Linux CPU list as CPUS keys take it. */
 bool vpConfCpuListValid(const char *text);

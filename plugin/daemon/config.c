@@ -153,13 +153,7 @@ vpConfigQemuRunDir(const vpConfig *cfg)
 gboolean
 vpConfigManages(const vpConfig *cfg, const char *name)
 {
-    if (!cfg->domains)
-        return TRUE;
-    for (char **g = cfg->domains; *g; g++) {
-        if (g_pattern_match_simple(*g, name))
-            return TRUE;
-    }
-    return FALSE;
+    return vpConfManages(cfg->domains, name);
 }
 
 /* The table's defaults (plugin/conf), through the path a file's values take. */

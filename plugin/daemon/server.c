@@ -22,7 +22,7 @@
 /* With every slot taken, a connection that has asked nothing for this long makes room for
  * a new one: the hook asks at once, an idle peer never does. */
 #define VP_SERVER_EVICT_SILENT_MS 100
-/* Per connection: hook messages are small, and a 4 MiB domain XML is 256 reads. */
+/* Per connection: hook messages are small, and a 4 MiB domain XML, escaped, is 512 reads. */
 #define VP_SERVER_READ_CHUNK 16384
 /* A peer that sends requests without reading replies is not answered beyond this: lines
  * past it wait in the read buffer (which then is not refilled) until replies drain. */

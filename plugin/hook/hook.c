@@ -30,9 +30,6 @@
 #include <syslog.h>
 #include <unistd.h>
 
-/* Half the message bound: JSON escaping may grow the text. */
-#define XML_LIMIT (VP_HOOK_MAX_REPLY / 2)
-
 /* stderr reaches libvirt: in the error of a refused start, and in libvirtd's debug log
  * otherwise, which few hosts keep. A start that goes on unplaced also goes to syslog (the
  * journal, where there is one), so that an operator can find out why. */
@@ -74,6 +71,20 @@ keepXML(const char *domain, const char *why)
 {
     report(true, "vcpuplace: %s: %s; its XML goes on unchanged", domain, why);
     return 0;
+}
+
+/* The domain's own XML is past what vcpuplaced reads: the tenant who writes its metadata
+ * could otherwise make it start unplaced, over everyone's CPUs, by padding it. A domain
+ * vcpuplaced does not manage is none of its business. */
+static int
+tooLarge(const vpHookConfig *cfg, const vpHookCall *hc, const char *why)
+{
+    if (hc->rewrites)
+        return keepXML(hc->domain, why);
+    if (!vpConfManages(cfg->domains, hc->domain))
+        return 0;
+    report(true, "vcpuplace: refusing to start %s: %s", hc->domain, why);
+    return 1;
 }
 
 /* A configuration the daemon refuses: vcpuplaced is not running with it, so no start may
@@ -150,9 +161,12 @@ main(int argc, char **argv)
     int rc;
     if (hc.wants_xml) {
         size_t len = 0;
-        xml = vpHookReadXML(STDIN_FILENO, XML_LIMIT, &len, why, sizeof(why));
+        bool too_large = false;
+        xml = vpHookReadXML(STDIN_FILENO, VP_HOOK_MAX_XML, &len, &too_large, why, sizeof(why));
         if (!xml) {
-            rc = hc.rewrites ? keepXML(hc.domain, why) : failure(&cfg, hc.domain, true, why);
+            rc = too_large     ? tooLarge(&cfg, &hc, why)
+                 : hc.rewrites ? keepXML(hc.domain, why)
+                               : failure(&cfg, hc.domain, true, why);
             vpHookConfigClear(&cfg);
             return rc;
         }

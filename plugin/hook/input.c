@@ -70,6 +70,8 @@ vpHookConfigLoad(vpHookConfig *cfg, const char *path, bool missing_ok, char **er
     cfg->socket = strdup(vpConfGet(conf, "daemon", "socket"));
     cfg->fail_closed = is(vpConfGet(conf, "daemon", "hook_failure"), "closed");
     cfg->timeout_ms = (int)vpConfGetUint(conf, "daemon", "hook_timeout_ms");
+    const char *globs = vpConfGet(conf, "daemon", "domains");
+    cfg->domains = globs ? vpConfList(globs) : NULL;
     vpConfFree(conf);
     const char *env = getenv("VCPUPLACE_HOOK_FAILURE");
     if (env && !is(env, "open") && !is(env, "closed")) {
@@ -87,22 +89,51 @@ vpHookConfigClear(vpHookConfig *cfg)
 {
     free(cfg->socket);
     cfg->socket = NULL;
+    if (cfg->domains)
+        vpConfListFree(cfg->domains);
+    cfg->domains = NULL;
+}
+
+/* The rest of an input past the limit, counted so that a refusal can name its size. */
+static size_t
+drain(int fd, size_t used)
+{
+    char sink[65536];
+    for (;;) {
+        ssize_t n = read(fd, sink, sizeof(sink));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return used;
+        used += (size_t)n;
+    }
+}
+
+/* Grows buf to hold one more read: false when out of memory (buf is then freed). */
+static bool
+grow(char **buf, size_t *cap, size_t used)
+{
+    if (used < *cap)
+        return true;
+    char *grown = realloc(*buf, *cap * 2 + 1);
+    if (!grown) {
+        free(*buf);
+        *buf = NULL;
+        return false;
+    }
+    *buf = grown;
+    *cap *= 2;
+    return true;
 }
 
 char *
-vpHookReadXML(int fd, size_t limit, size_t *len, char *why, size_t whylen)
+vpHookReadXML(int fd, size_t limit, size_t *len, bool *too_large, char *why, size_t whylen)
 {
     size_t cap = 65536, used = 0;
     char *buf = malloc(cap + 1);
     why[0] = '\0';
-    while (buf) {
-        if (used == cap) {
-            char *grown = realloc(buf, cap * 2 + 1);
-            if (!grown)
-                break;
-            buf = grown;
-            cap *= 2;
-        }
+    *too_large = false;
+    while (buf && grow(&buf, &cap, used)) {
         ssize_t n = read(fd, buf + used, cap - used);
         if (n < 0 && errno == EINTR)
             continue;
@@ -113,12 +144,15 @@ vpHookReadXML(int fd, size_t limit, size_t *len, char *why, size_t whylen)
         }
         if (n == 0)
             break;
-        if (used + n > limit) {
-            snprintf(why, whylen, "domain XML on stdin exceeds %zu bytes", limit);
+        used += (size_t)n;
+        if (used > limit) {
+            *too_large = true;
+            snprintf(why, whylen,
+                     "its domain XML of %zu bytes exceeds the %zu bytes vcpuplace reads",
+                     drain(fd, used), limit);
             free(buf);
             return NULL;
         }
-        used += n;
     }
     if (!buf) {
         snprintf(why, whylen, "cannot read the domain XML on stdin: out of memory");

@@ -29,6 +29,7 @@ typedef struct {
     char *socket;
     bool fail_closed;
     int timeout_ms;
+    char **domains; /* [daemon] domains as vpConfManages() takes it; NULL: every domain */
 } vpHookConfig;
 
 /* Reads path with the daemon's reader (a missing file means defaults when missing_ok),
@@ -38,8 +39,9 @@ bool vpHookConfigLoad(vpHookConfig *cfg, const char *path, bool missing_ok, char
 void vpHookConfigClear(vpHookConfig *cfg);
 
 /* The domain XML from fd: at most limit bytes, no NUL, UTF-8, not empty. NULL with why
- * otherwise; free() it. */
-char *vpHookReadXML(int fd, size_t limit, size_t *len, char *why, size_t whylen);
+ * otherwise; free() it. Past limit, fd is read to its end and *too_large set: why then
+ * names the whole size. */
+char *vpHookReadXML(int fd, size_t limit, size_t *len, bool *too_large, char *why, size_t whylen);
 
 /* The request line sent to the daemon, newline included (free()); NULL with why when
  * the domain name or XML is not UTF-8. */

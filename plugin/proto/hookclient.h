@@ -11,8 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The largest domain XML sent, as VP_DOMXML_MAX_BYTES: what the daemon parses. */
+#define VP_HOOK_MAX_XML (4 * 1024 * 1024)
 /* Longest reply line accepted, newline included; as VP_PROTO_MAX_MESSAGE. */
-#define VP_HOOK_MAX_REPLY (1024 * 1024)
+#define VP_HOOK_MAX_REPLY (2 * VP_HOOK_MAX_XML + 65536)
 
 typedef enum {
     VP_HOOK_OK,          /* ok:true */

@@ -40,8 +40,10 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
-/* Longest line either side accepts, newline included. */
-#define VP_PROTO_MAX_MESSAGE (1024 * 1024)
+/* Longest line either side accepts, newline included: a domain XML of VP_DOMXML_MAX_BYTES
+ * (4 MiB) escaped in JSON, where XML's quotes and line ends take two bytes each, and the
+ * request around it. */
+#define VP_PROTO_MAX_MESSAGE (8 * 1024 * 1024 + 65536)
 
 /* What the CLI waits for an answer; the hook uses its own, much shorter, bound. */
 #define VP_CLIENT_TIMEOUT_MS 10000

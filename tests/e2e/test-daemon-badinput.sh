@@ -40,10 +40,10 @@ e2e_expect_match "broken domain XML refused, saying where" '"ok":false,.*"refuse
     "$(echo "$out" | sed -n 3p)"
 e2e_expect_match "same connection still served" '^\{"ok":true' "$(echo "$out" | sed -n 4p)"
 
-head -c 3000000 /dev/zero | tr '\0' x >"$e2e_tmp/huge"
+head -c 10000000 /dev/zero | tr '\0' x >"$e2e_tmp/huge"
 out=$("$vpd_sockclient" "$vpd_sock" <"$e2e_tmp/huge")
-e2e_expect_match "3 MB without a newline: error reply, connection closed" \
-    'message exceeds 1048576 bytes without a newline; closing' "$out"
+e2e_expect_match "10 MB without a newline: error reply, connection closed" \
+    'message exceeds 8454144 bytes without a newline; closing' "$out"
 kill -0 "$vpd_pid" || e2e_fail "vcpuplaced died"
 vpd_connected || e2e_fail "vcpuplaced stopped answering"
 e2e_pass "vcpuplaced alive and answering after bad peers and messages"
@@ -68,6 +68,26 @@ rc=$?
 set -e
 e2e_expect_eq "prepare with truncated XML: refused" 1 "$rc"
 e2e_expect_match "prepare with truncated XML: the parser's reason" 'refusing to start vpe2e-d-x: .*line' "$out"
+e2e_expect_eq "nothing reserved for it" none "$(vpd_state vpe2e-d-x)"
+
+# --- metadata padded by the tenant ------------------------------------------------------
+# Neither unplaced (floating over everyone's CPUs) nor taken for an absent daemon.
+pad() { # BYTES: the domain's XML with that much padding in a metadata element of its own
+    python3 -c 'import sys; x=sys.stdin.read(); p="<pad:p xmlns:pad=\"urn:t\">"+"A"*int(sys.argv[1])+"</pad:p>"
+sys.stdout.write(x.replace("</domain>","<metadata>"+p+"</metadata></domain>") if "<metadata>" not in x else x.replace("<metadata>","<metadata>"+p))' "$1" <<<"$xml"
+}
+pad 614400 >"$e2e_tmp/pad600k.xml"
+"$hook" vpe2e-d-x prepare begin - <"$e2e_tmp/pad600k.xml" || e2e_fail "prepare with 600 KiB of metadata failed"
+e2e_expect_match "600 KiB of metadata: reserved and placed" '^reserved, placed' "$(vpd_state vpe2e-d-x)"
+"$hook" vpe2e-d-x release end - </dev/null
+pad 6291456 >"$e2e_tmp/pad6m.xml"
+set +e
+out=$("$hook" vpe2e-d-x prepare begin - <"$e2e_tmp/pad6m.xml" 2>&1)
+rc=$?
+set -e
+e2e_expect_eq "6 MiB of metadata: refused" 1 "$rc"
+e2e_expect_match "6 MiB of metadata: the refusal names the size" \
+    "domain XML of $(stat -c %s "$e2e_tmp/pad6m.xml") bytes exceeds the 4194304" "$out"
 e2e_expect_eq "nothing reserved for it" none "$(vpd_state vpe2e-d-x)"
 
 # --- XML without metadata ----------------------------------------------------------------

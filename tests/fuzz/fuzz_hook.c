@@ -123,7 +123,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int ifd = memFile(in);
         size_t len = 0;
         /* A small bound here, so that the fuzzer also reaches the too-big refusal. */
-        xml = vpHookReadXML(ifd, 4096, &len, why, sizeof(why));
+        bool too_large = false;
+        xml = vpHookReadXML(ifd, 4096, &len, &too_large, why, sizeof(why));
         close(ifd);
         if (!xml) {
             g_assert(why[0]);

@@ -6,6 +6,7 @@
  */
 #include "harness.h"
 #include "daemon/config.h"
+#include "daemon/manager.h"
 
 #include <check.h>
 #include <errno.h>
@@ -277,6 +278,62 @@ START_TEST(test_hostile_replies)
 }
 END_TEST
 
+/* A domain XML with size bytes of padding in a metadata element of the tenant's own. */
+static char *
+padded(const char *name, gsize size)
+{
+    g_autofree char *pad = g_malloc(size + 1);
+    memset(pad, 'A', size);
+    pad[size] = '\0';
+    return g_strdup_printf("<domain type='test'><name>%s</name><memory>65536</memory>"
+                           "<vcpu>2</vcpu><os><type>hvm</type></os><metadata>"
+                           "<pad:pad xmlns:pad='urn:tenant'>%s</pad:pad></metadata></domain>",
+                           name, pad);
+}
+
+/* Metadata is the tenant's to write: padding it must neither start the domain unplaced
+ * (over everyone's CPUs) nor pass for the daemon being away. Up to the 4 MiB the daemon
+ * parses it is placed; beyond, a start vcpuplace manages is refused naming the size, and
+ * one it does not manage goes on untouched. */
+START_TEST(test_padded_metadata)
+{
+    writeConfig("test:///" VP_TOPDIR "/xml/testnode-2s24c2t.xml",
+                "synthetic:pack:2 [numa] l3:1 core:24 pu:2", "domains=pad-*\n");
+    g_autoptr(vpDaemon) d = startDaemon();
+    vpManager *m = vpDaemonManager(d);
+
+    g_autofree char *xml = padded("pad-a", 3 * 1024 * 1024);
+    g_autofree char *out = NULL, *err = NULL;
+    ck_assert_int_eq(hook("pad-a", "prepare", "begin", xml, &out, &err), 0);
+    ck_assert_msg(vpManagerRecord(m, "pad-a"), "not reserved: %s", err);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(m, "pad-a")->state), "reserved");
+    g_clear_pointer(&err, g_free);
+    g_clear_pointer(&out, g_free);
+
+    g_autofree char *huge = padded("pad-b", 5 * 1024 * 1024);
+    g_autofree char *says =
+        g_strdup_printf("refusing to start pad-b: its domain XML of %zu bytes exceeds the "
+                        "4194304 bytes vcpuplace reads",
+                        strlen(huge));
+    ck_assert_int_eq(hook("pad-b", "prepare", "begin", huge, &out, &err), 1);
+    ck_assert_msg(strstr(err, says), "%s", err);
+    ck_assert_ptr_null(vpManagerRecord(m, "pad-b"));
+    g_clear_pointer(&err, g_free);
+    g_clear_pointer(&out, g_free);
+
+    /* A restore never fails on it: the XML goes on as it is. */
+    ck_assert_int_eq(hook("pad-b", "restore", "begin", huge, &out, &err), 0);
+    ck_assert_str_eq(out, "");
+    ck_assert_msg(strstr(err, "its XML goes on unchanged"), "%s", err);
+    g_clear_pointer(&err, g_free);
+    g_clear_pointer(&out, g_free);
+
+    g_autofree char *other = padded("other", 5 * 1024 * 1024);
+    ck_assert_int_eq(hook("other", "prepare", "begin", other, &out, &err), 0);
+    ck_assert_str_eq(err, "");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -289,6 +346,7 @@ main(void)
     tcase_add_test(tc, test_peer_not_root);
     tcase_add_test(tc, test_full_backlog_waited_out);
     tcase_add_test(tc, test_hostile_replies);
+    tcase_add_test(tc, test_padded_metadata);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -153,6 +153,8 @@ START_TEST(test_good)
     ck_assert_str_eq(globs[0], "web-*");
     ck_assert_str_eq(globs[1], "db-*");
     ck_assert_ptr_null(globs[2]);
+    ck_assert(vpConfManages(globs, "web-1") && vpConfManages(globs, "db-") &&
+              !vpConfManages(globs, "xweb-1") && !vpConfManages(globs, "web"));
     vpConfListFree(globs);
     ck_assert_double_eq(vpConfGetNumber(conf, "rebalance", "interval"), 0.5);
     ck_assert_uint_eq(vpConfCount(conf, "policy"), 2);
@@ -161,6 +163,20 @@ START_TEST(test_good)
     ck_assert_str_eq(key, "group");
     ck_assert_str_eq(value, "ops");
     vpConfFree(conf);
+}
+END_TEST
+
+/* The daemon and the hook decide with this rule which domains are vcpuplace's. */
+START_TEST(test_manages)
+{
+    char *globs[] = {"a*b?c", "*.prod", "exact", NULL};
+    static const char *const yes[] = {"abxc", "ab1c", "aXXbXXbyc", "x.prod", ".prod", "exact"};
+    static const char *const no[] = {"abc", "abxcd", "prod", "exactly", "xexact", ""};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        ck_assert_msg(vpConfManages(globs, yes[i]), "%s", yes[i]);
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        ck_assert_msg(!vpConfManages(globs, no[i]), "%s", no[i]);
+    ck_assert(vpConfManages(NULL, "anything"));
 }
 END_TEST
 
@@ -336,6 +352,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_long_line);
     tcase_add_test(tc, test_good);
     tcase_add_test(tc, test_missing);
+    tcase_add_test(tc, test_manages);
     tcase_add_test(tc, test_shipped);
     tcase_add_test(tc, test_cpu_lists);
     tcase_add_test(tc, test_policy_agrees);
