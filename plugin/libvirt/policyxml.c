@@ -16,23 +16,43 @@ vpDomXMLIsPolicy(const xmlNode *node)
            strcmp((const char *)node->name, VP_XML_ELEMENT) == 0;
 }
 
+/* The policy says everything in its attributes: a child element, or text other than the
+ * white space of an indented document, is a near miss (`<policy>isolate</policy>`). */
+static gboolean
+policyEmpty(xmlNodePtr node, GError **error)
+{
+    for (xmlNodePtr child = node->children; child; child = child->next) {
+        if (child->type == XML_ELEMENT_NODE) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "policy element: unexpected child element <%s>", child->name);
+            return FALSE;
+        }
+        if (child->type != XML_TEXT_NODE && child->type != XML_CDATA_SECTION_NODE)
+            continue;
+        const char *text = child->content ? (const char *)child->content : "";
+        if (text[strspn(text, " \t\r\n")]) {
+            g_autofree char *shown = vpDomXMLShow(text);
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "policy element: unexpected text '%s' (the policy is in its "
+                        "attributes)",
+                        shown);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /* Applies the policy element's attributes over *policy; unknown attributes, attributes in
- * a namespace and child elements are errors (a typo must not pass for a default). */
+ * a namespace, child elements and text are errors (a typo must not pass for a default). */
 gboolean
 vpDomXMLApplyPolicy(xmlNodePtr node, vpPolicy *policy, GError **error)
 {
     g_autoptr(GError) local = NULL;
     vpPolicy parsed = {0};
     xmlAttrPtr attr;
-    xmlNodePtr child;
 
-    for (child = node->children; child; child = child->next) {
-        if (child->type == XML_ELEMENT_NODE) {
-            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                        "policy element: unexpected child element <%s>", child->name);
-            return FALSE;
-        }
-    }
+    if (!policyEmpty(node, error))
+        return FALSE;
     vpPolicyCopy(&parsed, policy);
     for (attr = node->properties; attr; attr = attr->next) {
         xmlChar *raw = xmlNodeListGetString(node->doc, attr->children, 1);

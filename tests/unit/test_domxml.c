@@ -375,6 +375,12 @@ static const struct {
     {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'><p:smt/></"
        "p:policy></metadata>"),
      "policy element: unexpected child element <smt>"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'>hello</"
+       "p:policy></metadata>"),
+     "policy element: unexpected text 'hello' (the policy is in its attributes)"},
+    {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'>\n <![CDATA[ "
+       "isolate]]></p:policy></metadata>"),
+     "policy element: unexpected text '?  isolate' (the policy is in its attributes)"},
     {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0'/>"
        "<policy xmlns='http://vcpuplace.org/xmlns/policy/1.0'/></metadata>"),
      "domain XML: <metadata> holds two policy elements of http://vcpuplace.org/xmlns/policy/1.0"},

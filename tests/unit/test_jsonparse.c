@@ -25,6 +25,14 @@ static const struct {
     {"{\"name\":\"run-a\\u0000x\"}", -1, "\\u0000 (NUL) in a string"},
     {"{\"name\":\"run-a\\\\u0000x\"}", -1, NULL}, /* an escaped backslash, then text */
     {"{\"name\":\"a\0b\"}", 14, "at byte 10: NUL byte"},
+    {"{\"op\":\"release\",\"name\":\"a\",\"name\":\"b\"}", -1, "member 'name' given twice"},
+    {"{\"a\":{\"x\":1,\"y\":2,\"x\":3}}", -1, "member 'x' given twice"},
+    {"[{\"x\":1},{\"x\":1}]", -1, NULL},
+    {"{\"name\":\"\\ud800\"}", -1, "at byte 9: lone UTF-16 surrogate \\ud800 in a string"},
+    {"{\"name\":\"\\udc00x\"}", -1, "lone UTF-16 surrogate \\udc00"},
+    {"{\"name\":\"\\uD83D\\u0041\"}", -1, "lone UTF-16 surrogate \\uD83D"},
+    {"{\"name\":\"\\uD83D\\uDE00\"}", -1, NULL},
+    {"{\"name\":\"\\\\ud800\"}", -1, NULL}, /* an escaped backslash, then text */
     {"{\"name\":\"open", -1, "string without its closing quote"},
     {"]", -1, "closing bracket without its opening one"},
     {"garbage", -1, ""},
@@ -80,6 +88,20 @@ START_TEST(test_proto_nul_name)
 }
 END_TEST
 
+/* A request naming its domain twice: one reader might act on the first name, another on
+ * the last; the socket answers neither. */
+START_TEST(test_proto_name_twice)
+{
+    const char *line = "{\"op\":\"release\",\"name\":\"a\",\"name\":\"b\"}";
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonObject) obj = vpProtoDecodeObject(line, strlen(line), &err);
+
+    ck_assert_ptr_null(obj);
+    ck_assert_msg(strstr(err->message, "invalid JSON: member 'name' given twice"), "%s",
+                  err->message);
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -89,6 +111,7 @@ vpTestSuite(void)
     tcase_add_loop_test(tc, test_cases, 0, G_N_ELEMENTS(cases));
     tcase_add_test(tc, test_depth);
     tcase_add_test(tc, test_proto_nul_name);
+    tcase_add_test(tc, test_proto_name_twice);
     suite_add_tcase(s, tc);
     return s;
 }

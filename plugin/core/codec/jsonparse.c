@@ -21,6 +21,45 @@ scanFail(GError **error, gsize at, const char *what)
     return false;
 }
 
+/* The UTF-16 unit of a \u escape at text[j] (the backslash); -1 when it is not one. */
+static long
+escapedUnit(const char *text, gsize len, gsize j)
+{
+    if (j + 5 >= len || text[j] != '\\' || text[j + 1] != 'u')
+        return -1;
+    long unit = 0;
+    for (gsize k = j + 2; k < j + 6; k++) {
+        int digit = g_ascii_xdigit_value(text[k]);
+        if (digit < 0)
+            return -1;
+        unit = unit * 16 + digit;
+    }
+    return unit;
+}
+
+/* A \u escape at text[j]: a NUL, or a surrogate without its other half, would reach C
+ * strings truncated or as json-glib's "unterminated string constant". Moves *j past the
+ * escapes it reads. */
+static bool
+scanEscape(const char *text, gsize len, gsize *j, GError **error)
+{
+    long unit = escapedUnit(text, len, *j);
+    if (unit == 0)
+        return scanFail(error, *j, "\\u0000 (NUL) in a string");
+    if (unit < 0xD800 || unit > 0xDFFF) {
+        *j += 1;
+        return true;
+    }
+    long low = unit <= 0xDBFF ? escapedUnit(text, len, *j + 6) : -1;
+    if (low < 0xDC00 || low > 0xDFFF) {
+        g_autofree char *msg =
+            g_strdup_printf("lone UTF-16 surrogate \\u%.4s in a string", text + *j + 2);
+        return scanFail(error, *j, msg);
+    }
+    *j += 11;
+    return true;
+}
+
 /* A string starting at text[*i] == '"': moves *i to its closing quote. */
 static bool
 scanString(const char *text, gsize len, gsize *i, GError **error)
@@ -35,9 +74,8 @@ scanString(const char *text, gsize len, gsize *i, GError **error)
             return scanFail(error, j, "NUL byte");
         if (text[j] != '\\')
             continue;
-        if (j + 5 < len && text[j + 1] == 'u' && memcmp(text + j + 2, "0000", 4) == 0)
-            return scanFail(error, j, "\\u0000 (NUL) in a string");
-        j++;
+        if (!scanEscape(text, len, &j, error))
+            return false;
     }
     return scanFail(error, start, "string without its closing quote");
 }
@@ -121,6 +159,52 @@ scanValue(const char *text, gsize len, GError **error)
     return len;
 }
 
+/* json-glib keeps the last of two members of one name: {"name":"a","name":"b"} would be
+ * read as b where another reader sees a. Each member counted per object: one more than the
+ * object holds is a name given twice. */
+typedef struct {
+    GHashTable *seen; /* JsonObject -> members read so far */
+    char *twice;      /* the first name given twice */
+} vpJsonMembers;
+
+static void
+onMember(JsonParser *parser, JsonObject *object, const char *name, gpointer data)
+{
+    (void)parser;
+    vpJsonMembers *m = data;
+    guint n = GPOINTER_TO_UINT(g_hash_table_lookup(m->seen, object)) + 1;
+    g_hash_table_insert(m->seen, object, GUINT_TO_POINTER(n));
+    if (n > json_object_get_size(object) && !m->twice)
+        m->twice = g_strdup(name);
+}
+
+static JsonNode *
+parseUnique(const char *text, gsize n, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    vpJsonMembers m = {g_hash_table_new(NULL, NULL), NULL};
+    g_signal_connect(parser, "object-member", G_CALLBACK(onMember), &m);
+    g_autoptr(GError) err = NULL;
+    bool ok = json_parser_load_from_data(parser, text, n, &err);
+    g_hash_table_unref(m.seen);
+    g_autofree char *twice = m.twice;
+    if (!ok) {
+        g_set_error_literal(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID, err->message);
+        return NULL;
+    }
+    if (twice) {
+        g_set_error(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID,
+                    "member '%s' given twice in one object", twice);
+        return NULL;
+    }
+    JsonNode *root = json_parser_get_root(parser);
+    if (!root) {
+        g_set_error_literal(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID, "empty text");
+        return NULL;
+    }
+    return json_node_ref(root);
+}
+
 JsonNode *
 vpJsonParse(const char *text, gssize len, GError **error)
 {
@@ -132,18 +216,7 @@ vpJsonParse(const char *text, gssize len, GError **error)
         scanFail(error, end, "more after its JSON value (one value per text)");
         return NULL;
     }
-    g_autoptr(JsonParser) parser = json_parser_new_immutable();
-    g_autoptr(GError) err = NULL;
-    if (!json_parser_load_from_data(parser, text, n, &err)) {
-        g_set_error_literal(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID, err->message);
-        return NULL;
-    }
-    JsonNode *root = json_parser_get_root(parser);
-    if (!root) {
-        g_set_error_literal(error, VP_JSON_ERROR, VP_JSON_ERROR_INVALID, "empty text");
-        return NULL;
-    }
-    return json_node_ref(root);
+    return parseUnique(text, n, error);
 }
 
 JsonObject *

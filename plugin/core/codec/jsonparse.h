@@ -7,6 +7,9 @@
  * reads as 1), decodes "\u0000" into a string that C then truncates ("run-a\u0000x" names
  * run-a), and ignores whatever follows the first value. A scan of the text before
  * json-glib sees it refuses all four, so every reader gets the same bounds from one place.
+ * It also names a lone UTF-16 surrogate ("\ud800"), which json-glib calls an unterminated
+ * string, and the parse refuses a member name given twice in one object, of which
+ * json-glib keeps the last.
  */
 #pragma once
 
