@@ -545,6 +545,50 @@ START_TEST(test_reconcile_memory)
 }
 END_TEST
 
+/* What a node holds is kept as plans come and go, per page size: adds, a refused add, a
+ * replace, a failed replace and removes leave the sums the plans give, and a ledger with
+ * nothing left holds nothing anywhere. */
+START_TEST(test_node_memory_kept)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpPlan) a = makePlan("a", NULL, (int[]){0, -1}, NULL, NULL);
+    g_autoptr(vpPlan) b = makePlan("b", NULL, (int[]){1, -1}, NULL, NULL);
+    g_autoptr(vpPlan) clash = makePlan("c", NULL, (int[]){1, -1}, NULL, NULL);
+    g_autoptr(vpPlan) grown = NULL;
+    g_autoptr(vpPlan) bad = NULL;
+    g_autoptr(GError) err = NULL;
+
+    vpPlanAddPages(a, 0, 0, 3ULL << 30);
+    vpPlanAddPages(a, 1, 2ULL << 20, 1ULL << 30);
+    vpPlanAddPages(b, 0, 0, 2ULL << 30);
+    vpPlanAddPages(clash, 0, 0, 5ULL << 30);
+    ck_assert(vpLedgerAdd(ledger, a, NULL));
+    ck_assert(vpLedgerAdd(ledger, b, NULL));
+    ck_assert(!vpLedgerAdd(ledger, clash, NULL));
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 0, 0), 5ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 1, 2ULL << 20), 1ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 1, 0), 0);
+
+    grown = vpPlanCopy(a);
+    vpPlanAddPages(grown, 0, 0, 1ULL << 30);
+    ck_assert(vpLedgerReplace(ledger, grown, NULL));
+    bad = makePlan("a", NULL, (int[]){1, -1}, NULL, NULL);
+    vpPlanAddPages(bad, 1, 0, 7ULL << 30);
+    ck_assert(!vpLedgerReplace(ledger, bad, NULL));
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 0, 0), 6ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 1, 0), 0);
+    ck_assert_msg(vpLedgerCheck(ledger, &err), "%s", err ? err->message : "");
+
+    ck_assert(vpLedgerRemove(ledger, "a"));
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 0, 0), 2ULL << 30);
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 1, 2ULL << 20), 0);
+    ck_assert(vpLedgerRemove(ledger, "b"));
+    ck_assert_uint_eq(vpLedgerNodeMemory(ledger, 0, 0), 0);
+    ck_assert_msg(vpLedgerCheck(ledger, &err), "%s", err ? err->message : "");
+}
+END_TEST
+
 /* A live nodeset change (restrictive mode, `virsh numatune --live`) moves base pages, which
  * the kernel migrates with cpuset.mems, but not huge pages: those stay on their node, and
  * the text says so rather than claim they moved. A nodeset naming no node of this host
@@ -891,6 +935,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_text_round_trip);
     tcase_add_test(tc, test_copy);
     tcase_add_test(tc, test_reconcile_memory);
+    tcase_add_test(tc, test_node_memory_kept);
     tcase_add_test(tc, test_generation);
     tcase_add_test(tc, test_reconcile_huge_pages_stay);
     tcase_add_test(tc, test_json_legacy);

@@ -17,6 +17,7 @@ struct _vpLedger {
     vpOwner *owners;    /* per logical PU; domain points into the plan in plans */
     GArray **sharers;   /* per logical PU, NULL or extra vpOwner entries (time-sharing) */
     GHashTable *plans;  /* domain name (owned by the plan) -> vpPlan copy */
+    GArray *memory;     /* vpNodeMemory: the plans' holdings summed per node and page size */
     guint64 generation; /* vpLedgerGeneration() */
 };
 
@@ -61,6 +62,7 @@ vpLedgerNew(const vpTopology *topo)
         ledger->owners[i].vcpu = -1;
     ledger->plans =
         g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)vpPlanFree);
+    ledger->memory = g_array_new(FALSE, FALSE, sizeof(vpNodeMemory));
     ledger->generation = nextGeneration();
     return ledger;
 }
@@ -71,6 +73,7 @@ vpLedgerFree(vpLedger *ledger)
     if (!ledger)
         return;
     g_hash_table_unref(ledger->plans);
+    g_array_free(ledger->memory, TRUE);
     for (int i = 0; i < ledger->npus; i++) {
         if (ledger->sharers[i])
             g_array_free(ledger->sharers[i], TRUE);
@@ -205,6 +208,33 @@ vpLedgerOnlyPinned(const vpLedger *ledger, int pu)
     return true;
 }
 
+/* The placer asks what a node holds about twice per node per decision: a sum kept as plans
+ * come and go costs a few entries (nodes x page sizes) there instead of every plan held. */
+static void
+vpLedgerCountMemory(vpLedger *ledger, const vpPlan *plan, bool add)
+{
+    for (unsigned i = 0; i < plan->nmem; i++) {
+        const vpNodeMemory *m = &plan->mem[i];
+        guint k;
+
+        for (k = 0; k < ledger->memory->len; k++) {
+            vpNodeMemory *sum = &g_array_index(ledger->memory, vpNodeMemory, k);
+
+            if (sum->node == m->node && sum->page_size == m->page_size)
+                break;
+        }
+        if (k == ledger->memory->len) {
+            vpNodeMemory zero = {.node = m->node, .page_size = m->page_size};
+
+            g_array_append_val(ledger->memory, zero);
+        }
+        if (add)
+            g_array_index(ledger->memory, vpNodeMemory, k).bytes += m->bytes;
+        else
+            g_array_index(ledger->memory, vpNodeMemory, k).bytes -= m->bytes;
+    }
+}
+
 bool
 vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
 {
@@ -249,6 +279,7 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
         g_array_append_val(ledger->sharers[c->pu], owner);
     }
     g_hash_table_insert(ledger->plans, copy->domain, copy);
+    vpLedgerCountMemory(ledger, copy, true);
     ledger->generation = nextGeneration();
     return true;
 }
@@ -279,6 +310,7 @@ vpLedgerSteal(vpLedger *ledger, const char *domain)
         }
     }
     g_hash_table_steal(ledger->plans, domain);
+    vpLedgerCountMemory(ledger, plan, false);
     ledger->generation = nextGeneration();
     return plan;
 }
@@ -396,6 +428,31 @@ vpLedgerHolds(const vpLedger *ledger, int pu, const vpOwner *want)
     return false;
 }
 
+/* The sums vpLedgerCountMemory() keeps against the plans', added up from scratch. */
+static bool
+vpLedgerCheckMemory(const vpLedger *ledger, GError **error)
+{
+    for (guint k = 0; k < ledger->memory->len; k++) {
+        const vpNodeMemory *sum = &g_array_index(ledger->memory, vpNodeMemory, k);
+        GHashTableIter it;
+        gpointer value;
+        guint64 bytes = 0;
+
+        g_hash_table_iter_init(&it, ledger->plans);
+        while (g_hash_table_iter_next(&it, NULL, &value))
+            bytes += vpPlanMemoryOnPages(value, sum->node, sum->page_size);
+        if (bytes != sum->bytes) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "node %u: the ledger counts %" G_GUINT64_FORMAT
+                        " bytes in pages of %" G_GUINT64_FORMAT
+                        ", its plans hold %" G_GUINT64_FORMAT,
+                        sum->node, sum->bytes, sum->page_size, bytes);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool
 vpLedgerCheck(const vpLedger *ledger, GError **error)
 {
@@ -466,7 +523,7 @@ vpLedgerCheck(const vpLedger *ledger, GError **error)
         if (expect[pu])
             g_array_free(expect[pu], TRUE);
     }
-    return ok;
+    return ok && vpLedgerCheckMemory(ledger, error);
 }
 
 vpLedger *
@@ -485,12 +542,11 @@ vpLedgerCopy(const vpLedger *ledger, const vpTopology *topo, GError **error)
 guint64
 vpLedgerNodeMemory(const vpLedger *ledger, unsigned node, guint64 page_size)
 {
-    GHashTableIter it;
-    gpointer value;
-    guint64 sum = 0;
+    for (guint k = 0; k < ledger->memory->len; k++) {
+        const vpNodeMemory *sum = &g_array_index(ledger->memory, vpNodeMemory, k);
 
-    g_hash_table_iter_init(&it, ledger->plans);
-    while (g_hash_table_iter_next(&it, NULL, &value))
-        sum += vpPlanMemoryOnPages(value, node, page_size);
-    return sum;
+        if (sum->node == node && sum->page_size == page_size)
+            return sum->bytes;
+    }
+    return 0;
 }

@@ -409,12 +409,12 @@ vpPlacerLevels(const vpTopology *topo, vpLocality locality, vpLevel *out)
 guint64
 vpPlacerGroupFree(const vpCtx *ctx, const vpPlan *plan, const vpGroup *node, guint64 page)
 {
-    guint64 held = (ctx->ledger ? vpLedgerNodeMemory(ctx->ledger, node->os, page) : 0) +
-                   vpPlanMemoryOnPages(plan, node->os, page);
-    guint64 total = 0;
+    guint64 held, total = 0;
 
     if (!node->memory)
         return G_MAXUINT64;
+    held = (ctx->ledger ? vpLedgerNodeMemory(ctx->ledger, node->os, page) : 0) +
+           vpPlanMemoryOnPages(plan, node->os, page);
     if (!page) {
         guint64 reserve = vpTopologyNodeReserve(ctx->topo);
 
