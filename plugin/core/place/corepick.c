@@ -272,10 +272,14 @@ nextShareCore(const vpCtx *ctx, const vpGroup *g, vpTrust rel, int want, const b
     return fill >= 0 ? fill : over;
 }
 
+/* Its trust group's cores (one cookie), then cores no VM holds, whole sibling sets first,
+ * and only then another share VM's: siblings of two cookies force one of them idle while the
+ * other runs, a cost no VM should pay while a core stands free. A share VM shares a core with
+ * another cookie only when its operator put both in one trust group, or no core is free. */
 static void
 pickShare(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
 {
-    static const vpTrust order[] = {VP_TRUST_GROUP, VP_TRUST_SHARE, VP_TRUST_NONE,
+    static const vpTrust order[] = {VP_TRUST_GROUP, VP_TRUST_NONE, VP_TRUST_SHARE,
                                     VP_TRUST_STRANGER};
     g_autofree bool *done = g_new0(bool, g->ncores);
 
@@ -285,8 +289,12 @@ pickShare(const vpCtx *ctx, const vpGroup *g, int n, vpTier tier, vpPick *pick)
         if (order[r] == VP_TRUST_STRANGER && tier < TIER_SHARE_ANY)
             break;
         while (pick->n < n && (i = nextShareCore(ctx, g, order[r], n - pick->n, done)) >= 0) {
+            int before = pick->n;
+
             done[i] = true;
             takeFree(ctx, g->cores[i], INT_MAX, pick, n);
+            if (order[r] >= VP_TRUST_SHARE)
+                pick->nshared += pick->n - before;
         }
     }
 }

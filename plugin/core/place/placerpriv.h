@@ -56,7 +56,8 @@ typedef struct {
     int n;            /* PUs picked */
     int *pus;         /* logical PU per vCPU */
     int nshared;      /* vCPUs that share a core with another vCPU of the VM (pack: with
-                       * another trust group's, TIER_PACK_ANY) */
+                       * another trust group's, TIER_PACK_ANY; share: with another
+                       * cookie's) */
     int nwhole;       /* whole cores a pack VM of a cookie group breaks (TIER_PACK_GROUP) */
     int leftover;     /* free PUs the group keeps */
     int node_left;    /* free PUs its NUMA node keeps, for a group inside one node; else 0 */
