@@ -465,6 +465,41 @@ searchTiers(const vpCtx *ctx, vpSmt smt, const vpTier *tiers, int ntiers, const 
     return false;
 }
 
+/* TIER_SPREAD_OWN over levels [from, to) inside one node: the level whose pick puts the fewest
+ * vCPUs on their own siblings, the smallest on a tie. An idle core before an idle sibling, as
+ * select_idle_sibling() chooses, outweighs staying inside an L3: on SMT4 and SMT8 the L3
+ * would otherwise hold a VM on half its node's cores, four or eight threads to a core. */
+static bool
+searchOwnSiblings(const vpCtx *ctx, const vpLevel *levels, int from, int to, int n, vpChoice *best)
+{
+    vpChoice cand = {0};
+    bool found = false;
+
+    vpPlacerPickInit(&cand.pick, n);
+    for (int l = from; l < to; l++) {
+        if (!searchLevel(ctx, levels[l], VP_SMT_SPREAD, TIER_SPREAD_OWN, n, &cand) ||
+            (found && cand.pick.nshared >= best->pick.nshared))
+            continue;
+        vpChoice tmp = *best;
+        *best = cand;
+        cand = tmp;
+        found = true;
+    }
+    vpPlacerPickClear(&cand.pick);
+    return found;
+}
+
+/* A spread VM's free cores, then its own siblings, at levels [0, to), which lie within one
+ * NUMA node. */
+static bool
+searchSpreadInNode(const vpCtx *ctx, const vpLevel *levels, int to, int n, vpChoice *best)
+{
+    static const vpTier spread[] = {TIER_SPREAD};
+
+    return searchTiers(ctx, VP_SMT_SPREAD, spread, 1, levels, 0, to, n, best) ||
+           searchOwnSiblings(ctx, levels, 0, to, n, best);
+}
+
 /* --- locality="numa:N": N equal blocks of vCPUs, each on a NUMA node of its own --- */
 
 static int
@@ -597,9 +632,9 @@ vpPlacerSearch(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice
 
         return !impossible && searchSplit(ctx, smt, split, n, best);
     }
-    if (local > 0 && local < nlevels) {
+    if (local > 0) {
         /* free cores, then own siblings, inside a node; then the same wider */
-        if (searchTiers(ctx, smt, tiers, 2, levels, 0, local, n, best) ||
+        if (searchSpreadInNode(ctx, levels, local, n, best) ||
             searchTiers(ctx, smt, tiers, 2, levels, local, nlevels, n, best) ||
             searchTiers(ctx, smt, tiers + 2, ntiers - 2, levels, 0, nlevels, n, best))
             return true;
