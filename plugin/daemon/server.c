@@ -39,9 +39,8 @@ struct _vpServer {
     char *path;
     GMainContext *ctx;
     GThread *thread;
-    gint quit; /* atomic: the thread stops serving */
-    GSocketService *service;
-    GSocket *listen; /* the service's socket, for the accepts after the first of a turn */
+    gint quit;           /* atomic: the thread stops serving */
+    vpServerWatch watch; /* the listening socket */
     vpServerHandleFunc handle;
     gpointer user_data;
     GQueue clients; /* vpClient by its link, newest first; the server's thread only */
@@ -510,12 +509,9 @@ clientRead(vpClient *c)
 static void
 serverStop(vpServer *srv)
 {
-    g_socket_service_stop(srv->service);
-    g_socket_listener_close(G_SOCKET_LISTENER(srv->service));
+    vpServerWatchStop(&srv->watch);
     g_source_destroy(srv->sweep);
     g_clear_pointer(&srv->sweep, g_source_unref);
-    g_signal_handlers_disconnect_by_data(srv->service, srv);
-    g_clear_object(&srv->listen);
     GList *l;
     while ((l = g_queue_pop_head_link(&srv->clients))) {
         vpClient *c = l->data;
@@ -584,23 +580,21 @@ serverAdmit(vpServer *srv, GSocketConnection *conn)
     clientRead(c);
 }
 
-/* The service accepted one; the rest of the backlog, up to a batch, is taken now. The
- * socket is checked first: an accept on it would wait when nothing is pending. */
+/* Takes the backlog, up to a batch per turn of the loop. */
 static gboolean
-onIncoming(GSocketService *service, GSocketConnection *conn, GObject *source, gpointer data)
+onListenReady(GSocket *sock, GIOCondition cond, gpointer data)
 {
+    (void)sock, (void)cond;
     vpServer *srv = data;
-    serverAdmit(srv, conn);
-    for (int i = 1; i < VP_SERVER_ACCEPT_BATCH && srv->listen &&
-                    (g_socket_condition_check(srv->listen, G_IO_IN) & G_IO_IN);
-         i++) {
-        g_autoptr(GSocket) sock = g_socket_accept(srv->listen, NULL, NULL);
-        if (!sock)
-            break;
-        g_autoptr(GSocketConnection) more = g_socket_connection_factory_create_connection(sock);
-        serverAdmit(srv, more);
+    for (int i = 0; i < VP_SERVER_ACCEPT_BATCH; i++) {
+        GSocket *peer = vpServerWatchAccept(&srv->watch);
+        if (!peer)
+            return srv->watch.accept ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+        g_autoptr(GSocketConnection) conn = g_socket_connection_factory_create_connection(peer);
+        g_object_unref(peer);
+        serverAdmit(srv, conn);
     }
-    return TRUE;
+    return G_SOURCE_CONTINUE;
 }
 
 vpServer *
@@ -617,21 +611,7 @@ vpServerNew(const char *path, vpServerHandleFunc handle, gpointer user_data, GEr
     srv->user_data = user_data;
     g_mutex_init(&srv->lock);
     srv->ctx = g_main_context_new();
-    srv->service = g_socket_service_new();
-    /* A new service is active: it starts accepting, on the thread-default context, as soon
-     * as it has a socket. */
-    g_main_context_push_thread_default(srv->ctx);
-    gboolean added =
-        g_socket_listener_add_socket(G_SOCKET_LISTENER(srv->service), sock, NULL, error);
-    g_main_context_pop_thread_default(srv->ctx);
-    if (!added) {
-        g_unlink(path);
-        g_object_unref(srv->service);
-        serverUnref(srv);
-        return NULL;
-    }
-    srv->listen = g_object_ref(sock);
-    g_signal_connect(srv->service, "incoming", G_CALLBACK(onIncoming), srv);
+    vpServerWatchStart(&srv->watch, sock, srv->ctx, G_SOURCE_FUNC(onListenReady), srv);
     srv->idle_ms = VP_SERVER_IDLE_MS;
     srv->sweep = g_timeout_source_new(VP_SERVER_SWEEP_MS);
     g_source_set_callback(srv->sweep, serverSweep, srv, NULL);
@@ -670,7 +650,6 @@ vpServerFree(vpServer *srv)
     /* What the cancelled reads and writes still have to say. */
     while (g_main_context_iteration(srv->ctx, FALSE))
         ;
-    g_object_unref(srv->service);
     g_unlink(srv->path);
     serverUnref(srv);
 }

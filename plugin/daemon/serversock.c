@@ -1,5 +1,5 @@
 /*
- * Binding the daemon's Unix socket (serversock.h).
+ * Binding the daemon's Unix socket, and watching it (serversock.h).
  */
 #include "daemon/serversock.h"
 
@@ -73,4 +73,84 @@ vpServerSocketListen(const char *path, GError **error)
         return NULL;
     }
     return g_steal_pointer(&sock);
+}
+
+static void
+dropSource(GSource **src)
+{
+    if (*src)
+        g_source_destroy(*src);
+    g_clear_pointer(src, g_source_unref);
+}
+
+static void
+watchArm(vpServerWatch *w)
+{
+    w->accept = g_socket_create_source(w->sock, G_IO_IN, NULL);
+    g_source_set_callback(w->accept, w->ready, w->data, NULL);
+    g_source_attach(w->accept, w->ctx);
+}
+
+static gboolean
+watchRearm(gpointer data)
+{
+    vpServerWatch *w = data;
+    g_clear_pointer(&w->rearm, g_source_unref);
+    watchArm(w);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+watchRest(vpServerWatch *w, const GError *err)
+{
+    if (w->paused++ == 0)
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                         "socket: cannot accept: %s; not accepting for %d ms at a time until "
+                         "descriptors free up",
+                         err->message, VP_SERVER_REARM_MS);
+    dropSource(&w->accept);
+    w->rearm = g_timeout_source_new(VP_SERVER_REARM_MS);
+    g_source_set_callback(w->rearm, watchRearm, w, NULL);
+    g_source_attach(w->rearm, w->ctx);
+}
+
+void
+vpServerWatchStart(vpServerWatch *w, GSocket *sock, GMainContext *ctx, GSourceFunc ready,
+                   gpointer data)
+{
+    *w = (vpServerWatch){.sock = g_object_ref(sock), .ctx = ctx, .ready = ready, .data = data};
+    g_socket_set_blocking(sock, FALSE);
+    watchArm(w);
+}
+
+GSocket *
+vpServerWatchAccept(vpServerWatch *w)
+{
+    for (;;) {
+        g_autoptr(GError) err = NULL;
+        GSocket *peer = g_socket_accept(w->sock, NULL, &err);
+        if (peer && w->paused) {
+            g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "MESSAGE",
+                             "socket: accepting again after %" G_GUINT64_FORMAT " rests",
+                             w->paused);
+            w->paused = 0;
+        }
+        if (peer || g_error_matches(err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+            return peer;
+        if (g_error_matches(err, G_IO_ERROR, G_IO_ERROR_TOO_MANY_OPEN_FILES) ||
+            g_error_matches(err, G_IO_ERROR, G_IO_ERROR_NO_SPACE)) {
+            watchRest(w, err);
+            return NULL;
+        }
+    }
+}
+
+void
+vpServerWatchStop(vpServerWatch *w)
+{
+    dropSource(&w->accept);
+    dropSource(&w->rearm);
+    if (w->sock)
+        g_socket_close(w->sock, NULL);
+    g_clear_object(&w->sock);
 }
