@@ -154,6 +154,41 @@ printDomain(JsonObject *dom)
         printf("  note: %s\n", error);
 }
 
+/* Where a reported domain's vCPUs would go, from its would-be plan. */
+static void
+printReported(JsonObject *rep)
+{
+    const char *refused = str(rep, "refused", NULL);
+    printf("%s: reported, not placed (%s)\n", str(rep, "domain", "?"), str(rep, "why", "?"));
+    JsonObject *plan = vpLiveObject(rep, "plan");
+    if (!plan) {
+        printf("  would be refused: %s\n", refused ? refused : "?");
+        return;
+    }
+    g_autoptr(GString) cpus = g_string_new(NULL);
+    g_autoptr(GPtrArray) vcpus = vpLiveEntries(plan, "vcpus");
+    for (guint i = 0; i < vcpus->len; i++) {
+        g_autofree char *cpu = vpLiveIntText(vcpus->pdata[i], "cpu");
+        g_string_append_printf(cpus, "%s%s", i ? "," : "", cpu);
+    }
+    printf("  would be %s on CPUs %s\n", str(plan, "how", "?"), cpus->str);
+}
+
+/* The mode first: an operator must not mistake a report for placement. */
+static void
+printMode(JsonObject *o)
+{
+    gboolean report = g_strcmp0(str(o, "mode", NULL), "report") == 0;
+    printf("mode: %s%s; running domains not admitted by the hook: %s; hook %s\n",
+           str(o, "mode", "?"), report ? " (nothing pinned or refused)" : "",
+           json_object_get_boolean_member_with_default(o, "adopt_running", FALSE) ? "adopted"
+                                                                                  : "reported",
+           json_object_get_boolean_member_with_default(o, "hook", TRUE) ? "on" : "OFF");
+    const char *bad = str(o, "config_error", NULL);
+    if (bad)
+        printf("CONFIGURATION NOT LOADED, running on the last good one: %s\n", bad);
+}
+
 int
 vpCmdStatus(int argc, char **argv)
 {
@@ -190,6 +225,7 @@ vpCmdStatus(int argc, char **argv)
            json_object_get_boolean_member_with_default(o, "connected", FALSE) ? "connected"
                                                                               : "DISCONNECTED",
            str(o, "topology", "?"));
+    printMode(o);
     JsonObject *cs = vpLiveObject(o, "coresched");
     if (cs)
         printf("core scheduling: kernel %s%s%s; libvirt sched_core=%s (%s)\n",
@@ -208,5 +244,8 @@ vpCmdStatus(int argc, char **argv)
         printf("no managed domains\n");
     for (guint i = 0; i < doms->len; i++)
         printDomain(doms->pdata[i]);
+    g_autoptr(GPtrArray) reported = vpLiveEntries(o, "reported");
+    for (guint i = 0; i < reported->len; i++)
+        printReported(reported->pdata[i]);
     return VP_EXIT_OK;
 }

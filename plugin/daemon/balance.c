@@ -574,6 +574,12 @@ vpBalanceRebalanceJson(vpBalance *b, JsonObject *req, GError **error)
     }
     if (n)
         dry = json_node_get_boolean(n);
+    if (!dry && b->cfg->mode == VP_MODE_REPORT) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
+                    "vcpuplaced is in report mode ([daemon] mode=report): nothing is moved "
+                    "(--dry-run shows what would be)");
+        return NULL;
+    }
     if (!dry && !vpActuatorConnected(b->act)) {
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
                     "libvirt is not connected: nothing can be moved now (--dry-run shows what "

@@ -31,6 +31,12 @@ vpBalanceModeFromName(const char *name)
 }
 
 const char *
+vpDaemonModeName(vpDaemonMode mode)
+{
+    return mode == VP_MODE_ENFORCE ? "enforce" : "report";
+}
+
+const char *
 vpHookFailureName(vpHookFailure mode)
 {
     return mode == VP_HOOK_FAIL_CLOSED ? "closed" : "open";
@@ -110,6 +116,9 @@ configFromConf(vpConfig *cfg, const vpConf *conf, GError **error)
     cfg->hook_timeout_ms = (int)vpConfGetUint(conf, d, "hook_timeout_ms");
     cfg->vcpu_poll_ms = (guint)vpConfGetUint(conf, d, "vcpu_poll_ms");
     cfg->node_reserve = (guint64)vpConfGetUint(conf, d, "node_memory_reserve_mib") << 20;
+    cfg->mode = vpConfGetChoice(conf, d, "mode");
+    cfg->adopt_running = vpConfGetChoice(conf, d, "adopt_running") == 1;
+    cfg->hook = vpConfGetChoice(conf, d, "hook") == 0;
     const char *globs = vpConfGet(conf, d, "domains");
     if (globs) {
         char **list = vpConfList(globs);
@@ -125,6 +134,9 @@ configFromConf(vpConfig *cfg, const vpConf *conf, GError **error)
     }
 
     cfg->balance_mode = vpConfGetChoice(conf, r, "mode");
+    /* Report mode moves nothing: the rebalancer says what it would move. */
+    if (cfg->mode == VP_MODE_REPORT && cfg->balance_mode == VP_BALANCE_AUTO)
+        cfg->balance_mode = VP_BALANCE_ADVISE;
     cfg->interval_ms = (guint)(vpConfGetNumber(conf, r, "interval") * 1000 + 0.5);
     setString(&cfg->metrics_textfile, conf, r, "textfile");
     vpPressureConfig *p = &cfg->pressure;

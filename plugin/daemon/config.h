@@ -25,6 +25,11 @@
  *                                 placed on a node only where the rest holds its memory
  *   capacity_vcpus=1,2,4,8        the vCPU counts of the capacity gauges' shapes (and of
  *                                 `vcpuplace capacity` without --vcpus)
+ *   mode=report                   report: say what would be placed, pin and refuse nothing;
+ *                                 enforce: place, pin and refuse
+ *   adopt_running=no              whether enforce places domains found running that the
+ *                                 hook did not admit (they are reported otherwise)
+ *   hook=on                       off: the hook lets every start go on untouched
  *   [policy]
  *   smt=spread ...                defaults for what a domain's metadata leaves out
  *   [rebalance]
@@ -53,6 +58,8 @@
 
 typedef enum { VP_HOOK_FAIL_OPEN = 0, VP_HOOK_FAIL_CLOSED } vpHookFailure;
 typedef enum { VP_BALANCE_AUTO = 0, VP_BALANCE_ADVISE, VP_BALANCE_OFF } vpBalanceMode;
+/* The order of [daemon] mode's choices in plugin/conf. */
+typedef enum { VP_MODE_REPORT = 0, VP_MODE_ENFORCE } vpDaemonMode;
 
 typedef struct {
     char *path; /* the file read, or NULL for built-in defaults */
@@ -70,6 +77,9 @@ typedef struct {
     guint64 node_reserve; /* bytes of each node's memory kept for the host */
     char *qemu_run_dir;   /* NULL: from the URI */
     char *capacity_vcpus; /* the capacity gauges' vCPU counts, "1,2,4,8" */
+    vpDaemonMode mode;
+    gboolean adopt_running; /* enforce: place running domains the hook did not admit */
+    gboolean hook;          /* the hook asks the daemon at all */
     vpPolicy defaults;
     /* [rebalance] */
     vpBalanceMode balance_mode;
@@ -91,11 +101,13 @@ vpTopology *vpConfigLoadTopology(const vpConfig *cfg, GError **error);
 void vpConfigFree(vpConfig *cfg);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpConfig, vpConfigFree)
 
-/* Whether the configuration has vcpuplaced manage the domain called name. */
+/* Whether the configuration has vcpuplaced manage the domain called name (in report mode:
+ * report on it). */
 gboolean vpConfigManages(const vpConfig *cfg, const char *name);
 /* The QEMU driver's pidfile directory (qemu_run_dir, else the URI's); NULL: unknown. */
 const char *vpConfigQemuRunDir(const vpConfig *cfg);
 
+const char *vpDaemonModeName(vpDaemonMode mode);
 const char *vpHookFailureName(vpHookFailure mode);
 /* "open" / "closed"; -1 otherwise. */
 int vpHookFailureFromName(const char *name);

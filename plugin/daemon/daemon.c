@@ -273,6 +273,7 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     d->timers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->listeners = g_array_new(FALSE, FALSE, sizeof(vpListener));
     d->capacity = vpCapacityCacheNew();
+    d->report = vpReportNew();
     d->reserve_ttl_us = VP_RESERVE_TTL_US;
     d->expire_id = g_timeout_add(VP_EXPIRE_PERIOD_MS, expireTimeout, d);
     d->srv = vpServerNew(d->cfg->socket, vpOpsHandle, d, error);
@@ -337,6 +338,8 @@ vpDaemonFree(vpDaemon *d)
     g_hash_table_destroy(d->attempts);
     g_array_free(d->listeners, TRUE);
     vpConfigFree(d->cfg);
+    vpReportFree(d->report);
+    g_free(d->config_error);
     g_main_context_set_poll_func(NULL, g_poll);
     pollLock = NULL;
     g_mutex_unlock(&d->lock);
@@ -357,8 +360,8 @@ keepBound(const char *key, char **now, const char *was)
     *now = g_strdup(was);
 }
 
-gboolean
-vpDaemonReload(vpDaemon *d, GError **error)
+static gboolean
+reload(vpDaemon *d, GError **error)
 {
     g_autoptr(vpConfig) cfg = vpConfigLoad(d->cfg->path, error);
     if (!cfg)
@@ -390,6 +393,22 @@ vpDaemonReload(vpDaemon *d, GError **error)
     d->full_sync = TRUE;
     vpSyncKick(d);
     return TRUE;
+}
+
+gboolean
+vpDaemonReload(vpDaemon *d, GError **error)
+{
+    g_clear_pointer(&d->config_error, g_free);
+    if (reload(d, error))
+        return TRUE;
+    d->config_error = g_strdup((*error)->message);
+    return FALSE;
+}
+
+const char *
+vpDaemonConfigError(const vpDaemon *d)
+{
+    return d->config_error;
 }
 
 void

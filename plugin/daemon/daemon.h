@@ -70,8 +70,12 @@ void vpDaemonResync(vpDaemon *d, const char *name);
 /* SIGHUP: reads the configuration file again. host_cpus, housekeeping_cpus, domains, the
  * policy defaults, [rebalance] and [admission] take effect; uri, socket, state and topology need a
  * restart (logged, kept). The ledger is kept: domains on CPUs no longer usable stay there,
- * reported, until they stop or the rebalancer moves them. On error nothing changes. */
+ * reported, until they stop or the rebalancer moves them. On error nothing changes: the
+ * daemon runs on its last good configuration, and says so (vpDaemonConfigError(), status,
+ * a metric) until a reload succeeds. */
 gboolean vpDaemonReload(vpDaemon *d, GError **error);
+/* Why the last reload failed; NULL when it succeeded, or none was tried. */
+const char *vpDaemonConfigError(const vpDaemon *d);
 /* Around a libvirt call on the main thread (see the state lock above). */
 void vpDaemonUnlock(vpDaemon *d);
 void vpDaemonLock(vpDaemon *d);

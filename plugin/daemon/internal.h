@@ -12,6 +12,7 @@
 #include "daemon/daemon.h"
 #include "daemon/hotplug.h"
 #include "daemon/metrics.h"
+#include "daemon/report.h"
 #include "daemon/server.h"
 #include "libvirt/connection.h"
 
@@ -46,6 +47,9 @@ struct _vpDaemon {
     gboolean metrics_warned; /* the textfile could not be written (said once) */
     guint refusals[VP_REFUSAL_LAST]; /* the hook's reserves answered no, atomic */
     vpCapacityCache *capacity;       /* the capacity gauges, while the ledger stays */
+    vpReport *report;                /* domains not placed, and what placing them would do */
+    char *config_error; /* the last reload's failure, while the daemon runs on the last good
+                         * configuration; NULL once one succeeds */
 };
 
 /* Why a domain is to be synced. */

@@ -151,6 +151,16 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     g_autoptr(vpRequest) want = vpDomXMLParse(xml, strlen(xml), &defaults, error);
     g_mutex_lock(&d->lock);
     vpPolicyClear(&defaults);
+    if (d->cfg->mode == VP_MODE_REPORT) {
+        if (want)
+            vpReportDomain(d->report, d->mgr, name, want, "mode=report");
+        else
+            vpLogDomain(G_LOG_LEVEL_WARNING, name, "mode=report: not refused: %s",
+                        (*error)->message);
+        g_clear_error(error);
+        return ignored();
+    }
+    vpReportForget(d->report, name);
     const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
     gboolean running = rec && rec->running;
     const vpPlan *plan = want ? vpAdmissionReserve(d->admission, name, want, error) : NULL;
@@ -206,6 +216,7 @@ notifyOp(vpDaemon *d, JsonObject *req, vpServerAfter *after, gboolean sync, gboo
         a->sync = TRUE;
         a->reconnect = reconnect;
     } else {
+        vpReportForget(d->report, name);
         a->released = vpSyncReleaseRecord(d, name);
     }
     return vpProtoReplyOk(NULL);
@@ -265,15 +276,24 @@ opStatus(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
         g_propagate_error(error, g_steal_pointer(&err));
         return NULL;
     }
-    if (name && !vpManagerRecord(d->mgr, name)) {
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "domain '%s' is not managed by vcpuplaced",
-                    name);
+    g_autoptr(JsonNode) reported = vpReportJson(d->report, d->mgr, name);
+    if (name && !vpManagerRecord(d->mgr, name) &&
+        json_array_get_length(json_node_get_array(reported)) == 0) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
+                    "domain '%s' is not managed (nor reported) by vcpuplaced", name);
         return NULL;
     }
     JsonObject *o;
     JsonNode *reply = vpProtoReplyOk(&o);
     json_object_set_string_member(o, "uri", d->cfg->uri);
     json_object_set_boolean_member(o, "connected", vpDaemonConnected(d));
+    json_object_set_string_member(o, "mode", vpDaemonModeName(d->cfg->mode));
+    json_object_set_boolean_member(o, "adopt_running", d->cfg->adopt_running);
+    json_object_set_boolean_member(o, "hook", d->cfg->hook);
+    if (d->config_error)
+        json_object_set_string_member(o, "config_error", d->config_error);
+    else
+        json_object_set_null_member(o, "config_error");
     json_object_set_string_member(o, "topology", vpTopologyGetSource(vpManagerTopology(d->mgr)));
     JsonNode *doms = vpManagerStatusJson(d->mgr, name);
     addThreads(d, json_node_get_array(doms));
@@ -281,6 +301,7 @@ opStatus(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     json_object_set_member(o, "hotplug", vpHotplugSummaryJson(d->hotplug));
     json_object_set_member(o, "admission", vpAdmissionStatusJson(d->admission));
     json_object_set_member(o, "domains", doms);
+    json_object_set_member(o, "reported", g_steal_pointer(&reported));
     return reply;
 }
 
@@ -383,7 +404,7 @@ static const vpOp ops[] = {
     {"rewrite", "{name, xml}", "{xml?}",
      "hook, restore/migrate begin: the XML without vcpuplace's pins", TRUE, opRewrite},
     {"status", "{name?}",
-     "{uri, connected, topology, coresched, hotplug, admission, domains: [...]}",
+     "{uri, connected, mode, adopt_running, hook, config_error, domains, reported, ...}",
      "what each domain holds and why", FALSE, opStatus},
     {"plan", "{xml}", "{plan}", "where the domain would go now, nothing recorded", FALSE, opPlan},
     {"topology", "{}", "{source, host_cpus, housekeeping_cpus, ledger, owners}",

@@ -402,6 +402,7 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
     }
     if (active == 0) {
         const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
+        vpReportForget(d->report, name);
         /* A reservation is the start under way; the hook's release frees a failed one. */
         if (rec && rec->state != VP_DOM_RESERVED)
             release(d, name);
@@ -424,6 +425,8 @@ syncDomain(vpDaemon *d, virDomainPtr dom, guint why)
     gboolean hooked = rec && rec->state == VP_DOM_RESERVED;
     int before = rec ? (int)rec->state : -1;
     g_autoptr(vpRequest) req = vpDomXMLParse(xml, strlen(xml), vpManagerDefaults(d->mgr), &err);
+    if (vpReportInstead(d->report, d->mgr, d->cfg, name, req, err))
+        return;
     vpSyncAction action = VP_SYNC_NOTHING;
     if (req)
         action = vpManagerSync(d->mgr, name, req, live, &err);
@@ -505,6 +508,7 @@ fullSync(vpDaemon *d, virConnectPtr conn)
             virDomainFree(doms[i]);
     }
     n = kept;
+    vpReportReset(d->report);
     g_autoptr(GHashTable) running = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (int i = 0; i < n; i++)
         g_hash_table_add(running, g_strdup(virDomainGetName(doms[i])));

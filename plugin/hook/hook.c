@@ -157,6 +157,12 @@ main(int argc, char **argv)
         return rc;
     }
 
+    /* Disabled in the configuration rather than by deleting a packaged file, which an
+     * upgrade would put back. */
+    if (cfg.off) {
+        vpHookConfigClear(&cfg);
+        return 0;
+    }
     char *xml = NULL;
     int rc;
     if (hc.wants_xml) {

@@ -72,6 +72,7 @@ vpHookConfigLoad(vpHookConfig *cfg, const char *path, bool missing_ok, char **er
     cfg->timeout_ms = (int)vpConfGetUint(conf, "daemon", "hook_timeout_ms");
     const char *globs = vpConfGet(conf, "daemon", "domains");
     cfg->domains = globs ? vpConfList(globs) : NULL;
+    cfg->off = is(vpConfGet(conf, "daemon", "hook"), "off");
     vpConfFree(conf);
     const char *env = getenv("VCPUPLACE_HOOK_FAILURE");
     if (env && !is(env, "open") && !is(env, "closed")) {

@@ -30,6 +30,7 @@ typedef struct {
     bool fail_closed;
     int timeout_ms;
     char **domains; /* [daemon] domains as vpConfManages() takes it; NULL: every domain */
+    bool off;       /* [daemon] hook=off: every operation goes on untouched */
 } vpHookConfig;
 
 /* Reads path with the daemon's reader (a missing file means defaults when missing_ok),

@@ -18,7 +18,7 @@
  *   rewrite    {name, xml}  hook, restore/migrate begin: the XML without vcpuplace's pins
  *              -> {xml?}
  *   status     {name?}      what each domain holds and why
- *              -> {uri, connected, topology, coresched, hotplug, admission, domains: [...]}
+ *              -> {uri, connected, mode, adopt_running, hook, config_error, domains, reported, ...}
  *   plan       {xml}        where the domain would go now, nothing recorded
  *              -> {plan}
  *   topology   {}           the host and who holds each CPU

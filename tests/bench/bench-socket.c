@@ -153,10 +153,11 @@ main(int argc, char **argv)
     g_autofree char *dir = g_dir_make_tmp("vp-bench-socket-XXXXXX", NULL);
     sockpath = g_build_filename(dir, "sock", NULL);
     g_autofree char *conf = g_build_filename(dir, "vcpuplaced.conf", NULL);
-    g_autofree char *text = g_strdup_printf(
-        "[daemon]\nuri=test:///default\ntopology=synthetic:pack:2 group:4 [numa] l3:2 core:8 "
-        "pu:2\nsocket=%s\nstate=%s/ledger.json\n",
-        sockpath, dir);
+    g_autofree char *text =
+        g_strdup_printf("[daemon]\nmode=enforce\nadopt_running=yes\nuri=test:///"
+                        "default\ntopology=synthetic:pack:2 group:4 [numa] l3:2 core:8 "
+                        "pu:2\nsocket=%s\nstate=%s/ledger.json\n",
+                        sockpath, dir);
     g_file_set_contents(conf, text, -1, NULL);
     vpConfig *cfg = vpConfigLoad(conf, &err);
     vpDaemon *d = cfg ? vpDaemonNew(cfg, &err) : NULL;

@@ -42,6 +42,8 @@ check=$(dirname "$0")/chaos-invariants.py
 # housekeeping (this host may have two CPUs).
 cat >"$vpd_conf" <<EOF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=qemu:///system
 topology=host
 host_cpus=$(cat /sys/devices/system/cpu/online)

@@ -39,6 +39,8 @@ trap vpd_exit EXIT
 vpd_config() {
     {
         echo "[daemon]"
+        echo "mode=enforce"
+        echo "adopt_running=yes"
         echo "uri=qemu:///system"
         echo "topology=host"
         echo "housekeeping_cpus=none"

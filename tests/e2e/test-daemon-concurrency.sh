@@ -31,6 +31,8 @@ ncpus=$(e2e_cpus "$online" | tr ',' '\n' | grep -c .)
 
 cat >"$vpd_conf" <<EOF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=qemu:///system
 topology=host
 host_cpus=$online

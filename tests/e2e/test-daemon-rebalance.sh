@@ -67,6 +67,8 @@ prom=$e2e_tmp/vcpuplace.prom
 write_config() { # host_cpus [idle_busy]
     cat >"$vpd_conf" <<EOF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=qemu:///system
 topology=host
 host_cpus=$1

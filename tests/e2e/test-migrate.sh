@@ -94,6 +94,8 @@ EOF
     echo "log_outputs = \"3:file:$d/virtlogd.log\"" >"$d/etc/virtlogd.conf"
     cat >"$d/vcpuplaced.conf" <<EOF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=qemu:///system
 topology=host
 housekeeping_cpus=none

@@ -51,11 +51,12 @@ setup(void)
     sockpath = g_build_filename(dir, "sock", NULL);
     statepath = g_build_filename(dir, "ledger.json", NULL);
     /* qemu:///system so that status also looks for QEMU's pidfile by domain name. */
-    g_autofree char *conf = g_strdup_printf("[daemon]\nuri=qemu:///system\n"
-                                            "topology=" VP_FUZZ_TOPOLOGY "\n"
-                                            "housekeeping_cpus=0-1\n"
-                                            "socket=%s\nstate=%s\n",
-                                            sockpath, statepath);
+    g_autofree char *conf =
+        g_strdup_printf("[daemon]\nmode=enforce\nadopt_running=yes\nuri=qemu:///system\n"
+                        "topology=" VP_FUZZ_TOPOLOGY "\n"
+                        "housekeeping_cpus=0-1\n"
+                        "socket=%s\nstate=%s\n",
+                        sockpath, statepath);
     g_assert(g_file_set_contents(confpath, conf, -1, NULL));
 }
 

@@ -379,7 +379,8 @@ startDaemon(void)
     /* The guest has 512 MiB in all: the default 512 MiB kept per node for the host would
      * leave no node room for the stand-ins' 64 MiB each. */
     g_autofree char *text =
-        g_strdup_printf("[daemon]\nuri=test://%s\nsocket=%s/sock\nstate=%s/state/ledger.json\n"
+        g_strdup_printf("[daemon]\nmode=enforce\nadopt_running=yes\nuri=test://%s\nsocket=%s/"
+                        "sock\nstate=%s/state/ledger.json\n"
                         "qemu_conf=%s/qemu.conf\nqemu_run_dir=%s\nvcpu_poll_ms=100\n"
                         "node_memory_reserve_mib=64\n"
                         "housekeeping_cpus=%d\n",

@@ -74,6 +74,8 @@ grep -Eq '^2 +isolate +2 +1 +1 +0$' "$tmp/text" || fail "text row: $(cat "$tmp/t
 
 cat >"$tmp/vcpuplaced.conf" <<CONF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=test:///default
 topology=$topo
 socket=$tmp/vcpuplaced.sock

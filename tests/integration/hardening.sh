@@ -56,6 +56,8 @@ sock=$tmp/run/vcpuplaced.sock
 state=$tmp/state/ledger.json
 cat >"$conf" <<EOF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=test:///default
 topology=synthetic:pack:1 core:4 pu:2
 socket=$sock

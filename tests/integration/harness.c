@@ -29,9 +29,10 @@ teardownTmp(void)
 void
 writeConfig(const char *uri, const char *topology, const char *extra)
 {
-    g_autofree char *text = g_strdup_printf("[daemon]\nuri=%s\ntopology=%s\n"
-                                            "socket=%s/sock\nstate=%s/state/ledger.json\n%s",
-                                            uri, topology, tmpdir, tmpdir, extra ? extra : "");
+    g_autofree char *text =
+        g_strdup_printf("[daemon]\nmode=enforce\nadopt_running=yes\nuri=%s\ntopology=%s\n"
+                        "socket=%s/sock\nstate=%s/state/ledger.json\n%s",
+                        uri, topology, tmpdir, tmpdir, extra ? extra : "");
     ck_assert(g_file_set_contents(confpath, text, -1, NULL));
 }
 

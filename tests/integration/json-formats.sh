@@ -84,6 +84,8 @@ cmp -s "$tmp/topology-v0.json" "$tmp/topology-owners.json" ||
 
 cat >"$tmp/vcpuplaced.conf" <<CONF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=test://$top/tests/integration/data/testnode-policy.xml
 topology=synthetic:pack:1 numa:2 core:4 pu:2
 housekeeping_cpus=0

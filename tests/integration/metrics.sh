@@ -25,6 +25,8 @@ command -v promtool >/dev/null || fail "promtool missing (Debian package prometh
 
 cat >"$tmp/vcpuplaced.conf" <<CONF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=test://$top/tests/integration/data/testnode-policy.xml
 topology=synthetic:pack:1 numa:2 core:4 pu:2
 housekeeping_cpus=0

@@ -19,6 +19,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 cat >"$tmp/vcpuplaced.conf" <<CONF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=test://$top/tests/integration/data/testnode-policy.xml
 topology=synthetic:pack:1 core:8 pu:2
 socket=$tmp/vcpuplaced.sock

@@ -85,6 +85,8 @@ wait_for 20 pidfiles || fail "thread helpers did not start"
 conf=$tmp/vcpuplaced.conf
 cat >"$conf" <<EOF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=test://$tmp/node.xml
 topology=synthetic:pack:2 group:4 [numa] l3:2 core:16 pu:2
 qemu_run_dir=$tmp/run

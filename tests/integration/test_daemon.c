@@ -261,15 +261,15 @@ START_TEST(test_hook_refusal_and_failure_modes)
     g_clear_pointer(&err, g_free);
 
     /* Daemon unreachable: open lets the start go on and says why; closed refuses. */
-    g_autofree char *nowhere =
-        g_strdup_printf("[daemon]\nsocket=%s/nobody-listens\nhook_failure=open\n", tmpdir);
+    g_autofree char *nowhere = g_strdup_printf(
+        "[daemon]\nmode=enforce\nsocket=%s/nobody-listens\nhook_failure=open\n", tmpdir);
     ck_assert(g_file_set_contents(confpath, nowhere, -1, NULL));
     ck_assert_int_eq(hook("plain", "prepare", "begin", plain, &err), 0);
     ck_assert_msg(strstr(err, "cannot connect") && strstr(err, "hook_failure=open"), "stderr: %s",
                   err);
     g_clear_pointer(&err, g_free);
-    g_autofree char *closed =
-        g_strdup_printf("[daemon]\nsocket=%s/nobody-listens\nhook_failure=closed\n", tmpdir);
+    g_autofree char *closed = g_strdup_printf(
+        "[daemon]\nmode=enforce\nsocket=%s/nobody-listens\nhook_failure=closed\n", tmpdir);
     ck_assert(g_file_set_contents(confpath, closed, -1, NULL));
     ck_assert_int_eq(hook("plain", "prepare", "begin", plain, &err), 1);
     ck_assert_msg(strstr(err, "refusing to start plain") && strstr(err, "hook_failure=closed"),
@@ -277,6 +277,13 @@ START_TEST(test_hook_refusal_and_failure_modes)
     g_clear_pointer(&err, g_free);
     /* A stop is never refused, whatever the mode. */
     ck_assert_int_eq(hook("plain", "release", "end", plain, NULL), 0);
+    /* hook=off: nothing asked, nothing refused, not a word, even with closed. */
+    g_autofree char *off = g_strdup_printf(
+        "[daemon]\nsocket=%s/nobody-listens\nhook_failure=closed\nhook=off\n", tmpdir);
+    ck_assert(g_file_set_contents(confpath, off, -1, NULL));
+    ck_assert_int_eq(hook("plain", "prepare", "begin", plain, &err), 0);
+    ck_assert_str_eq(err, "");
+    g_clear_pointer(&err, g_free);
 }
 END_TEST
 
@@ -439,7 +446,8 @@ START_TEST(test_hook_times_out)
     g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     ck_assert_int_eq(listen(fd, 8), 0);
-    g_autofree char *conf = g_strdup_printf("[daemon]\nsocket=%s\nhook_timeout_ms=200\n", path);
+    g_autofree char *conf =
+        g_strdup_printf("[daemon]\nmode=enforce\nsocket=%s\nhook_timeout_ms=200\n", path);
     ck_assert(g_file_set_contents(confpath, conf, -1, NULL));
     g_autofree char *xml = domainXML("slow", 1, NULL, NULL);
     g_autofree char *err = NULL;
@@ -986,7 +994,7 @@ START_TEST(test_config_errors)
     g_clear_error(&err);
 
     ck_assert(g_file_set_contents(confpath,
-                                  "[daemon]\nuri=test:///default\nhost_cpus=0-7\n"
+                                  "[daemon]\nmode=enforce\nuri=test:///default\nhost_cpus=0-7\n"
                                   "housekeeping_cpus=none\nhook_failure=closed\n"
                                   "hook_timeout_ms=250\n[policy]\nsmt=isolate\n",
                                   -1, NULL));
@@ -998,6 +1006,14 @@ START_TEST(test_config_errors)
     ck_assert_int_eq(cfg->hook_failure, VP_HOOK_FAIL_CLOSED);
     ck_assert_int_eq(cfg->hook_timeout_ms, 250);
     ck_assert_int_eq(cfg->defaults.smt, VP_SMT_ISOLATE);
+    ck_assert_int_eq(cfg->mode, VP_MODE_ENFORCE);
+    ck_assert(!cfg->adopt_running);
+    /* A fresh install only reports, and its hook asks the daemon. */
+    g_autoptr(vpConfig) fresh = vpConfigNew();
+    ck_assert_int_eq(fresh->mode, VP_MODE_REPORT);
+    ck_assert(!fresh->adopt_running);
+    ck_assert(fresh->hook);
+    ck_assert_int_eq(fresh->balance_mode, VP_BALANCE_ADVISE);
 
     /* host_cpus naming CPUs the topology lacks: the daemon does not start. */
     writeConfig("test:///default", DEFAULT_TOPOLOGY, "host_cpus=0-300\n");

@@ -45,6 +45,8 @@ fi
 # A notify socket of our own, as systemd would hold it: one datagram is expected.
 cat >"$tmp/vcpuplaced.conf" <<CONF
 [daemon]
+mode=enforce
+adopt_running=yes
 uri=test:///default
 topology=synthetic:core:2 pu:2
 socket=$tmp/vcpuplaced.sock
