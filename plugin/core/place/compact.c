@@ -8,7 +8,9 @@
  * 2. Per group of every level the domain may use (smallest first), count what the policy
  *    needs beyond what the group offers, and take the cheapest cores to vacate there (cost:
  *    the vCPUs to move off, each of which has a legal destination) until the need is met or
- *    the move budget is spent.
+ *    the move budget is spent. Destinations are the costly question (a walk of the node's
+ *    cores per vCPU): a group whose best cores within the budget could not meet its need
+ *    is passed over first, and a core is asked only when it would be taken.
  * 3. Try the candidates, fewest moves first and smallest level next: give each vacated
  *    vCPU its destination, ask the placer as if the moves were done, and take the first
  *    answer that is better than the original. A vacated core is what the domain gets, so a
@@ -44,6 +46,37 @@ typedef struct {
     int extra_nodes; /* NUMA nodes beyond the fewest that could hold the domain */
     double width;    /* PUs per group at the plan's level */
 } vpOutcome;
+
+/* Per core: what vacating it costs and adds (rateCores()), and whether its vCPUs have a
+ * legal destination once it is vacated: 0 not asked yet, 1 they have, -1 one has none. */
+typedef struct {
+    int *cost;
+    int *gain;
+    signed char *dest;
+    bool *vacated; /* all false between questions */
+} vpRating;
+
+/* Does some vCPU on core c have no legal destination when c alone is vacated? Asked once
+ * per core and search. */
+static bool
+stuck(const vpRoom *r, vpRating *rate, int c)
+{
+    const vpCore *core = vpTopologyCore(r->topo, c);
+
+    if (rate->dest[c])
+        return rate->dest[c] < 0;
+    rate->dest[c] = 1;
+    rate->vacated[c] = true;
+    for (int i = 0; i < core->npus && rate->dest[c] > 0; i++) {
+        vpOwner o = vpCompactOwnerAt(r, NULL, 0, core->pus[i]);
+
+        if (o.domain && vpCompactDestination(r, vpLedgerLookup(r->ledger, o.domain), core->pus[i],
+                                             rate->vacated, NULL, 0) < 0)
+            rate->dest[c] = -1;
+    }
+    rate->vacated[c] = false;
+    return rate->dest[c] < 0;
+}
 
 /* What core c offers the request, as the placer counts room: a whole core for isolate, its
  * PUs when whole for pack, its free PUs when no VM holds it for spread, its free PUs unless
@@ -113,30 +146,53 @@ compareCost(gconstpointer a, gconstpointer b, gpointer data)
     return ca - cb;
 }
 
-/* The cheapest cores of group g whose vacating covers what the request lacks there, within
- * the budget; false when g needs nothing or cannot be helped. cost: per core, -1 when it
- * cannot be vacated or would not help. */
+/* Could the best `budget` cores of g add need? Each costs a move at least, so no set within
+ * the budget adds more: a group that fails this is passed over before any destination is
+ * looked for. */
 static bool
-candidateIn(const vpRoom *r, const vpGroup *g, const int *cost, const int *gain, vpCandidate *out)
+mayCover(const vpRoom *r, const vpGroup *g, const vpRating *rate, int need)
 {
-    g_autofree int *order = g_memdup2(g->cores, sizeof(int) * g->ncores);
+    g_autofree int *best = g_new0(int, r->budget + 1);
+
+    for (int i = 0; i < g->ncores; i++) {
+        int c = g->cores[i], k = (int)r->budget;
+
+        if (rate->cost[c] < 0)
+            continue;
+        /* insert gain into the descending list best[0..budget-1] */
+        for (; k > 0 && best[k - 1] < rate->gain[c]; k--)
+            best[k] = best[k - 1];
+        best[k] = rate->gain[c];
+    }
+    for (unsigned k = 0; k < r->budget; k++)
+        need -= best[k];
+    return need <= 0;
+}
+
+/* The cheapest cores of group g whose vacating covers what the request lacks there, within
+ * the budget; false when g needs nothing or cannot be helped. */
+static bool
+candidateIn(const vpRoom *r, const vpGroup *g, vpRating *rate, vpCandidate *out)
+{
+    g_autofree int *order = NULL;
     int need = (int)r->req->vcpus;
     int spent = 0;
 
     for (int i = 0; i < g->ncores; i++)
         need -= r->room[g->cores[i]];
-    if (need <= 0 || emptyRoom(r, g) < (int)r->req->vcpus)
+    if (need <= 0 || emptyRoom(r, g) < (int)r->req->vcpus || !mayCover(r, g, rate, need))
         return false;
-    g_qsort_with_data(order, g->ncores, sizeof(int), compareCost, (gpointer)cost);
+    order = g_memdup2(g->cores, sizeof(int) * g->ncores);
+    g_qsort_with_data(order, g->ncores, sizeof(int), compareCost, rate->cost);
     out->cores = g_array_new(FALSE, FALSE, sizeof(int));
     for (int i = 0; i < g->ncores && need > 0; i++) {
         int c = order[i];
 
-        if (cost[c] < 0 || spent + cost[c] > (int)r->budget)
+        if (rate->cost[c] < 0 || spent + rate->cost[c] > (int)r->budget || stuck(r, rate, c))
             continue;
         g_array_append_val(out->cores, c);
-        spent += cost[c];
-        need -= gain[c];
+        spent += rate->cost[c];
+        need -= rate->gain[c];
     }
     out->cost = spent;
     if (need > 0) {
@@ -167,57 +223,52 @@ typedef struct {
     int tried;     /* sets of cores vacated, after which the placer did no better */
 } vpBlocked;
 
-/* Per core: the moves to vacate it (-1: not a candidate) and the room it would add. */
+/* Per core: the moves to vacate it (-1: not a candidate), the room it would add, and
+ * blocked's unmovable and costly counts. Whether its vCPUs have somewhere to go is asked
+ * later (stuck()), only of the cores a candidate could take. */
 static void
-rateCores(const vpRoom *r, int *cost, int *gain, vpBlocked *blocked)
+rateCores(const vpRoom *r, vpRating *rate, vpBlocked *blocked)
 {
-    int ncores = vpTopologyNCores(r->topo);
-    g_autofree bool *vacated = g_new0(bool, ncores);
-
-    for (int c = 0; c < ncores; c++) {
-        const vpCore *core = vpTopologyCore(r->topo, c);
-
+    for (int c = 0; c < vpTopologyNCores(r->topo); c++) {
         r->room[c] = coreRoom(r, c, false);
-        gain[c] = coreRoom(r, c, true) - r->room[c];
-        cost[c] = gain[c] > 0 ? vpCompactVacateCost(r, c) : -1;
-        if (gain[c] <= 0)
+        rate->gain[c] = coreRoom(r, c, true) - r->room[c];
+        rate->cost[c] = rate->gain[c] > 0 ? vpCompactVacateCost(r, c) : -1;
+        if (rate->gain[c] <= 0)
             continue;
-        if (cost[c] < 0) {
+        if (rate->cost[c] < 0) {
             blocked->unmovable++;
             continue;
         }
-        if (cost[c] == 0 || cost[c] > (int)r->budget) {
-            blocked->costly += cost[c] > 0;
-            cost[c] = -1;
-            continue;
+        if (rate->cost[c] == 0 || rate->cost[c] > (int)r->budget) {
+            blocked->costly += rate->cost[c] > 0;
+            rate->cost[c] = -1;
         }
-        vacated[c] = true;
-        for (int i = 0; i < core->npus && cost[c] >= 0; i++) {
-            vpOwner o = vpCompactOwnerAt(r, NULL, 0, core->pus[i]);
-
-            if (o.domain && vpCompactDestination(r, vpLedgerLookup(r->ledger, o.domain),
-                                                 core->pus[i], vacated, NULL, 0) < 0)
-                cost[c] = -1;
-        }
-        vacated[c] = false;
-        blocked->stuck += cost[c] < 0;
     }
 }
 
-static GArray *
-candidates(const vpRoom *r, vpBlocked *blocked)
+/* The helpful cores within the budget whose vCPUs have nowhere legal to go, for a refusal:
+ * asking every core is the cost the search saves otherwise. */
+static int
+countStuck(const vpRoom *r, vpRating *rate)
 {
-    int ncores = vpTopologyNCores(r->topo);
-    g_autofree int *cost = g_new(int, ncores);
-    g_autofree int *gain = g_new(int, ncores);
+    int n = 0;
+
+    for (int c = 0; c < vpTopologyNCores(r->topo); c++)
+        n += rate->cost[c] >= 0 && stuck(r, rate, c);
+    return n;
+}
+
+static GArray *
+candidates(const vpRoom *r, vpRating *rate, vpBlocked *blocked)
+{
     GArray *out = g_array_new(FALSE, FALSE, sizeof(vpCandidate));
 
-    rateCores(r, cost, gain, blocked);
+    rateCores(r, rate, blocked);
     for (int l = 0; l < r->nlevels; l++) {
         for (int gi = 0; gi < vpTopologyNGroups(r->topo, r->levels[l]); gi++) {
             vpCandidate cand = {.level = l, .group = gi};
 
-            if (candidateIn(r, vpTopologyGroup(r->topo, r->levels[l], gi), cost, gain, &cand))
+            if (candidateIn(r, vpTopologyGroup(r->topo, r->levels[l], gi), rate, &cand))
                 g_array_append_val(out, cand);
         }
     }
@@ -406,6 +457,12 @@ vpPlaceCompact(const vpTopology *topo, const vpLedger *ledger, const vpRequest *
                 .budget = cfg ? cfg->max_moves : VP_COMPACT_MAX_MOVES,
                 .memory = memory,
                 .room = room};
+    int ncores = vpTopologyNCores(topo);
+    g_autofree int *cost = g_new(int, ncores);
+    g_autofree int *gain = g_new(int, ncores);
+    g_autofree signed char *dest = g_new0(signed char, ncores);
+    g_autofree bool *vacated = g_new0(bool, ncores);
+    vpRating rate = {cost, gain, dest, vacated};
     vpBlocked blocked = {0};
     vpOutcome base;
     GArray *cands;
@@ -421,12 +478,14 @@ vpPlaceCompact(const vpTopology *topo, const vpLedger *ledger, const vpRequest *
     base = judge(&r, plan, NULL, 0);
     if (!(why = shortfall(&r, plan, &base, local)) || !roomPossible(&r))
         goto keep;
-    cands = candidates(&r, &blocked);
+    cands = candidates(&r, &rate, &blocked);
     better_plan = tryCandidates(&r, cands, &base, why);
     blocked.tried = MIN(cands->len, VP_COMPACT_TRIES);
     candidatesFree(cands);
     if (better_plan)
         return better_plan;
+    if (!plan)
+        blocked.stuck = countStuck(&r, &rate);
     if (!plan && blocked.unmovable + blocked.costly + blocked.stuck + blocked.tried > 0) {
         g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                     "%s; at most %u moves of running vCPUs do not make room: of the cores that "
