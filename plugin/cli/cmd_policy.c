@@ -234,7 +234,8 @@ vpCmdPolicy(int argc, char **argv)
 {
     g_auto(vpLiveOptions) live = {0};
     g_autofree char *smt = NULL, *group = NULL, *coresched = NULL, *locality = NULL;
-    g_autofree char *emulator = NULL, *rebalance = NULL, *unmet = NULL;
+    g_autofree char *emulator = NULL, *rebalance = NULL, *unmet = NULL, *cpus = NULL;
+    g_autofree char *ratio = NULL;
     vpPolicyRun run = {0};
     GOptionEntry entries[] = {
         {"smt", 0, 0, G_OPTION_ARG_STRING, &smt, "isolate | pack | spread | share", "MODE"},
@@ -246,6 +247,8 @@ vpCmdPolicy(int argc, char **argv)
          "WHERE"},
         {"rebalance", 0, 0, G_OPTION_ARG_STRING, &rebalance, "auto | off", "MODE"},
         {"unmet", 0, 0, G_OPTION_ARG_STRING, &unmet, "refuse | degrade", "MODE"},
+        {"cpus", 0, 0, G_OPTION_ARG_STRING, &cpus, "dedicated | shared", "KIND"},
+        {"ratio", 0, 0, G_OPTION_ARG_STRING, &ratio, "vCPUs per CPU for shared (e.g. 4)", "R"},
         {"live", 0, 0, G_OPTION_ARG_NONE, &run.only_live, "change the running domain only", NULL},
         {"persistent", 0, 0, G_OPTION_ARG_NONE, &run.only_config,
          "change the persistent definition only", NULL},
@@ -267,7 +270,7 @@ vpCmdPolicy(int argc, char **argv)
     const vpAttr changes[] = {
         {"smt", smt},           {"group", group},       {"coresched", coresched},
         {"locality", locality}, {"emulator", emulator}, {"rebalance", rebalance},
-        {"unmet", unmet},
+        {"unmet", unmet},       {"cpus", cpus},         {"ratio", ratio},
     };
     run.changes = changes;
     run.nchanges = G_N_ELEMENTS(changes);

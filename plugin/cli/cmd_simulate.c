@@ -76,6 +76,7 @@ report(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, const char *outcome,
             if (plan->vcpu_pu[i] >= 0)
                 hwloc_bitmap_set(cpus, plan->vcpu_pu[i]);
         }
+        hwloc_bitmap_or(cpus, cpus, plan->shared);
         list = vpCpuListFormat(cpus);
         for (unsigned i = 0; i < plan->nmoves; i++)
             printf("%6u move  %-16s vcpu %u: cpu %u -> cpu %u (%s)\n", lineno,
@@ -127,6 +128,13 @@ step(vpSim *sim, unsigned lineno, const vpTraceEvent *ev, GError **error)
         if (!vpScoreMoved(sim->score, plan->moves[i].domain, plan->moves[i].from, plan->moves[i].to,
                           error))
             return FALSE;
+    }
+    if (plan->vcpu_set) {
+        if (!vpLedgerAdd(sim->ledger, plan, error) ||
+            !vpScoreSharedPlaced(sim->score, ev->name, &ev->req->policy, ev->req->vcpus, us, error))
+            return FALSE;
+        report(sim, lineno, ev, "placed", plan, NULL);
+        return TRUE;
     }
     if (!vpCompactApply(sim->ledger, plan, error) || !vpLedgerAdd(sim->ledger, plan, error) ||
         !vpScorePlaced(sim->score, ev->name, &ev->req->policy,

@@ -14,11 +14,12 @@
 #define VP_TRACE_MAX_VCPUS 4096
 
 /* A start event's keys: nine for the request (the domain as "domain" or, as before the JSON
- * format 1, "name"; "cpuset" as <vcpu cpuset>), then (policy_keys) the policy attributes. */
+ * format 1, "name"; "cpuset" as <vcpu cpuset>), then (policy_keys) the policy attributes
+ * ("ratio" a string, as the schema writes it). */
 static const char *const start_keys[] = {"op",    "domain",    "name",     "vcpus",    "threads",
                                          "cores", "sockets",   "memory",   "cpuset",   "smt",
                                          "group", "coresched", "locality", "emulator", "rebalance",
-                                         "unmet", NULL};
+                                         "unmet", "cpus",      "ratio",    NULL};
 static const char *const *const policy_keys = start_keys + 9;
 static const char *const stop_keys[] = {"op", "domain", "name", NULL};
 

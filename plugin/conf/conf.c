@@ -52,6 +52,8 @@ const vpConfKey vpConfKeys[] = {
       .def = "housekeeping"),
     K("policy", "rebalance", VP_CONF_CHOICE, .choices = "auto, off", .def = "auto"),
     K("policy", "unmet", VP_CONF_CHOICE, .choices = "refuse, degrade", .def = "refuse"),
+    K("policy", "cpus", VP_CONF_CHOICE, .choices = "dedicated, shared", .def = "dedicated"),
+    K("policy", "ratio", VP_CONF_NUMBER, .min = 0, .max = 64, .min_open = true, .def = "4"),
     K("policy", "tenant_groups", VP_CONF_CHOICE, .choices = "off, nova, kubevirt, auto",
       .def = "off"),
     K("rebalance", "mode", VP_CONF_CHOICE, .choices = "auto, advise, off", .def = "auto"),

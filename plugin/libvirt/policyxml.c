@@ -123,6 +123,12 @@ vpDomXMLFormatPolicy(const vpPolicy *policy)
     xmlSetProp(node, (const xmlChar *)"rebalance",
                (const xmlChar *)vpRebalanceName(policy->rebalance));
     xmlSetProp(node, (const xmlChar *)"unmet", (const xmlChar *)vpUnmetName(policy->unmet));
+    if (policy->cpus == VP_CPUS_SHARED) {
+        g_autofree char *ratio = vpRatioFormat(policy->ratio);
+
+        xmlSetProp(node, (const xmlChar *)"cpus", (const xmlChar *)vpCpusName(policy->cpus));
+        xmlSetProp(node, (const xmlChar *)"ratio", (const xmlChar *)ratio);
+    }
     xmlNodeDump(buf, doc, node, 0, 0);
     ret = g_strdup((const char *)xmlBufferContent(buf));
     xmlBufferFree(buf);

@@ -4,6 +4,7 @@
  */
 #include "props.h"
 
+#include <math.h>
 #include <string.h>
 
 static gboolean fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -488,10 +489,78 @@ checkOwnPins(const vpTopology *topo, const vpLedger *ledger, const vpRequest *re
     return TRUE;
 }
 
+/* Free whole cores of the host (every PU free, some usable). */
+static int
+freeCores(const vpTopology *topo, const vpLedger *ledger)
+{
+    int n = 0;
+
+    for (int c = 0; c < vpTopologyNCores(topo); c++) {
+        const vpCore *core = vpTopologyCore(topo, c);
+        bool free = vpTopologyCoreUsable(topo, c) > 0;
+
+        for (int k = 0; k < core->npus && free; k++)
+            free = vpLedgerPUFree(ledger, core->pus[k]);
+        n += free;
+    }
+    return n;
+}
+
+/* A cpus=shared plan: each online vCPU floats over CPUs of the plan's whole cores, which
+ * no dedicated domain holds a CPU of; no CPU past the ratio; and strangers' cores only when
+ * no node (nor the host) had the ceil(V / (t * r)) free cores that would keep it alone. */
+static gboolean
+checkShared(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+            const vpPlan *plan, GError **error)
+{
+    int t = vpTopologyMaxSMT(topo), cpu, need;
+    bool stranger = false;
+
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        if (plan->vcpu_pu[i] >= 0 ||
+            vpRequestOnline(req, i) == hwloc_bitmap_iszero(plan->vcpu_set[i]) ||
+            !hwloc_bitmap_isincluded(plan->vcpu_set[i], plan->shared))
+            return fail(error, "shared vCPU %u: pinned, or its set is wrong for it", i);
+        if (req->cpuset && !hwloc_bitmap_isincluded(plan->vcpu_set[i], req->cpuset))
+            return fail(error, "shared vCPU %u floats outside <vcpu cpuset>", i);
+    }
+    hwloc_bitmap_foreach_begin(cpu, plan->shared)
+    {
+        int pu = vpTopologyPUByOS(topo, cpu);
+        const vpCore *core = vpTopologyCore(topo, vpTopologyPU(topo, pu)->core);
+        double load = vpLedgerSharedLoad(ledger, pu) + vpPlanSharedLoad(plan, cpu);
+
+        for (int k = 0; k < core->npus; k++) {
+            if (!hwloc_bitmap_isset(plan->shared, vpTopologyPU(topo, core->pus[k])->os))
+                return fail(error, "shared CPU %d: its core is not whole in the set", cpu);
+        }
+        for (unsigned h = 0; h < vpLedgerNOwners(ledger, pu); h++) {
+            vpOwner o = vpLedgerOwnerAt(ledger, pu, h);
+            const vpPlan *other = vpLedgerLookup(ledger, o.domain);
+
+            if (o.kind != VP_OWN_SHARED)
+                return fail(error, "shared CPU %d is held by dedicated '%s'", cpu, o.domain);
+            stranger |= !trusted(plan, other) || plan->policy.coresched == VP_CORESCHED_VM;
+        }
+        if (load > plan->policy.ratio + 1e-9)
+            return fail(error, "shared CPU %d carries %.3f vCPUs, past the ratio %g", cpu, load,
+                        plan->policy.ratio);
+    }
+    hwloc_bitmap_foreach_end();
+    /* over the host, where memory picks no node, the free cores alone decide */
+    need = (int)ceil(req->vcpus / (t * plan->policy.ratio) - 1e-9);
+    if (stranger && !req->cpuset && !req->nodeset && freeCores(topo, ledger) >= need)
+        return fail(error, "shared: beside a stranger while %d free cores were left", need);
+    return TRUE;
+}
+
 gboolean
 vpCheckPlan(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
             const vpPlan *plan, GError **error)
 {
+    if (plan->vcpu_set)
+        return checkShared(topo, ledger, req, plan, error) &&
+               checkConstraints(topo, req, plan, error) && checkMemory(topo, ledger, plan, error);
     if (plan->nvcpus != vpRequestPlanVcpus(req))
         return fail(error, "plan has %u vCPUs, the domain needs %u", plan->nvcpus,
                     vpRequestPlanVcpus(req));

@@ -368,7 +368,7 @@ static const struct {
     {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0' "
        "colour='red'/></metadata>"),
      "policy element: unknown policy attribute 'colour' (known: smt, group, coresched, "
-     "locality, emulator, rebalance, unmet)"},
+     "locality, emulator, rebalance, unmet, cpus, ratio)"},
     {D("<metadata><p:policy xmlns:p='http://vcpuplace.org/xmlns/policy/1.0' "
        "p:smt='pack'/></metadata>"),
      "policy element: attribute p:smt must not have a namespace"},

@@ -919,6 +919,120 @@ START_TEST(test_save_bad_directory)
 }
 END_TEST
 
+/* A shared plan of n vCPUs over `shared`, vCPU k floating over sets[k % nsets]. */
+static vpPlan *
+sharedPlan(const char *name, unsigned n, const char *shared, const char *const *sets,
+           unsigned nsets, const char *ratio)
+{
+    vpPlan *plan = vpPlanNew(name, n);
+
+    ck_assert(vpPolicySetAttr(&plan->policy, "cpus", "shared", NULL));
+    ck_assert(vpPolicySetAttr(&plan->policy, "ratio", ratio, NULL));
+    vpPlanMakeShared(plan);
+    hwloc_bitmap_list_sscanf(plan->shared, shared);
+    for (unsigned k = 0; k < n; k++)
+        hwloc_bitmap_list_sscanf(plan->vcpu_set[k], sets[k % nsets]);
+    return plan;
+}
+
+/* Shared plans hold a core together, each for its fraction: 4 vCPUs floating over 2 CPUs put
+ * 2 on each; the c-rule's vCPU on one sibling puts 1 there; past the ratio is refused with
+ * the figures and changes nothing; a dedicated plan never takes a shared CPU, nor a shared
+ * plan a dedicated one; removing gives the fraction back. */
+START_TEST(test_shared_fractions)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    const char *const both[] = {"0,8"};
+    const char *const crule[] = {"0", "8"};
+    const char *const one[] = {"0"};
+    g_autoptr(vpPlan) a = sharedPlan("a", 4, "0,8", both, 1, "4");
+    g_autoptr(vpPlan) b = sharedPlan("b", 3, "0,8", crule, 2, "4");
+    g_autoptr(vpPlan) c = sharedPlan("c", 2, "0,8", one, 1, "4");
+    g_autoptr(vpPlan) strict = sharedPlan("s", 1, "0,8", one, 1, "2.5");
+    const int pins[] = {0, -1};
+    const int other[] = {1, -1};
+    g_autoptr(vpPlan) dedicated = makePlan("d", NULL, pins, NULL, NULL);
+    g_autoptr(vpPlan) free_core = makePlan("e", NULL, other, NULL, NULL);
+    g_autoptr(vpPlan) onto = sharedPlan("f", 1, "1,9", (const char *const[]){"1,9"}, 1, "4");
+    g_autoptr(GError) err = NULL;
+    guint64 gen;
+
+    ck_assert(vpLedgerAdd(ledger, a, NULL));
+    ck_assert_double_eq_tol(vpLedgerSharedLoad(ledger, vpTopologyPUByOS(topo, 0)), 2.0, 1e-9);
+    ck_assert_double_eq_tol(vpLedgerSharedLoad(ledger, vpTopologyPUByOS(topo, 8)), 2.0, 1e-9);
+    ck_assert(vpLedgerAdd(ledger, b, NULL));
+    ck_assert_double_eq_tol(vpLedgerSharedLoad(ledger, vpTopologyPUByOS(topo, 0)), 4.0, 1e-9);
+    ck_assert_double_eq_tol(vpLedgerSharedLoad(ledger, vpTopologyPUByOS(topo, 8)), 3.0, 1e-9);
+    ck_assert_uint_eq(vpLedgerNOwners(ledger, vpTopologyPUByOS(topo, 0)), 2);
+    ck_assert_int_eq(vpLedgerOwner(ledger, vpTopologyPUByOS(topo, 8)).kind, VP_OWN_SHARED);
+    ck_assert(vpLedgerCheck(ledger, NULL));
+
+    gen = vpLedgerGeneration(ledger);
+    ck_assert(!vpLedgerAdd(ledger, c, &err));
+    ck_assert(g_error_matches(err, VP_ERROR, VP_ERROR_REFUSED));
+    ck_assert_str_eq(err->message, "domain 'c': CPU 0 would carry 6.00 vCPUs, past the ratio 4 "
+                                   "of its shared domains");
+    ck_assert_uint_eq(vpLedgerGeneration(ledger), gen);
+    ck_assert_ptr_null(vpLedgerLookup(ledger, "c"));
+    g_clear_error(&err);
+    /* a newcomer's smaller ratio binds its whole set: CPU 0 carries 4 already */
+    hwloc_bitmap_only(strict->vcpu_set[0], 8);
+    ck_assert(!vpLedgerAdd(ledger, strict, &err));
+    ck_assert_ptr_nonnull(strstr(err->message, "CPU 0 would carry 4.00 vCPUs, past the ratio 2.5"));
+    g_clear_error(&err);
+
+    ck_assert(!vpLedgerAdd(ledger, dedicated, &err));
+    ck_assert_ptr_nonnull(strstr(err->message, "held by domain 'a' for its shared cores"));
+    g_clear_error(&err);
+    ck_assert(vpLedgerAdd(ledger, free_core, NULL));
+    ck_assert(!vpLedgerAdd(ledger, onto, &err));
+    ck_assert_ptr_nonnull(strstr(err->message, "CPU 1 for its shared cores is held by domain 'e'"));
+    g_clear_error(&err);
+
+    ck_assert(vpLedgerRemove(ledger, "a"));
+    ck_assert_double_eq_tol(vpLedgerSharedLoad(ledger, vpTopologyPUByOS(topo, 0)), 2.0, 1e-9);
+    ck_assert(vpLedgerAdd(ledger, c, NULL));
+    ck_assert_double_eq_tol(vpLedgerSharedRatio(ledger, vpTopologyPUByOS(topo, 0)), 4.0, 1e-9);
+    ck_assert(vpLedgerCheck(ledger, NULL));
+}
+END_TEST
+
+/* A shared plan's cores and per-vCPU sets survive the ledger's text, and a shared plan
+ * whose vCPU floats outside its cores is an error naming it. */
+START_TEST(test_shared_round_trip)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    const char *const crule[] = {"0", "8"};
+    g_autoptr(vpPlan) b = sharedPlan("b", 3, "0,8", crule, 2, "2.5");
+    g_autoptr(GError) err = NULL;
+    g_autofree char *text = NULL;
+    g_autoptr(vpLedger) back = NULL;
+    const vpPlan *got;
+    g_autofree char *bad = NULL;
+
+    ck_assert(vpLedgerAdd(ledger, b, NULL));
+    text = vpLedgerToText(ledger);
+    back = vpLedgerFromText(topo, text, strlen(text), "mem", &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    got = vpLedgerLookup(back, "b");
+    ck_assert_int_eq(got->policy.cpus, VP_CPUS_SHARED);
+    ck_assert_double_eq_tol(got->policy.ratio, 2.5, 1e-9);
+    ck_assert(hwloc_bitmap_isequal(got->shared, b->shared));
+    for (unsigned k = 0; k < 3; k++)
+        ck_assert(hwloc_bitmap_isequal(got->vcpu_set[k], b->vcpu_set[k]));
+    ck_assert_double_eq_tol(vpLedgerSharedLoad(back, vpTopologyPUByOS(topo, 0)), 2.0, 1e-9);
+
+    bad = g_strdup(text);
+    ck_assert_ptr_nonnull(strstr(bad, "\"cpus\" : \"8\""));
+    memcpy(strstr(bad, "\"cpus\" : \"8\"") + 10, "9", 1);
+    ck_assert_ptr_null(vpLedgerFromText(topo, bad, strlen(bad), "mem", &err));
+    ck_assert_ptr_nonnull(strstr(
+        err->message, "vcpus[1] of a shared plan is pinned, or its cpus lie outside \"shared\""));
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -941,6 +1055,8 @@ vpTestSuite(void)
     tcase_add_test(tc, test_json_legacy);
     tcase_add_loop_test(tc, test_json_bad, 0, G_N_ELEMENTS(bad_ledgers));
     tcase_add_test(tc, test_json_foreign_or_double_booked);
+    tcase_add_test(tc, test_shared_fractions);
+    tcase_add_test(tc, test_shared_round_trip);
     suite_add_tcase(s, tc);
 
     tcase_add_checked_fixture(files, makeTmpdir, removeTmpdir);

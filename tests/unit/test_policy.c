@@ -85,6 +85,30 @@ START_TEST(test_unknown_value_names_field_and_choices)
     ck_assert_int_eq(p.smt, VP_SMT_SPREAD);
     g_clear_error(&err);
 
+    ck_assert(!vpPolicySetAttr(&p, "cpus", "overcommit", &err));
+    ck_assert_str_eq(err->message, "cpus='overcommit' is not one of dedicated, shared");
+    ck_assert_int_eq(p.cpus, VP_CPUS_DEDICATED);
+    g_clear_error(&err);
+    for (const char *const *bad = (const char *const[]){"0", "0.0", "65", "4.", ".5", "-1", "1e2",
+                                                        "4.0001", " 4", "4,0", "", NULL};
+         *bad; bad++) {
+        ck_assert_msg(!vpPolicySetAttr(&p, "ratio", *bad, &err), "%s", *bad);
+        ck_assert(g_str_has_prefix(err->message, "ratio='"));
+        ck_assert_ptr_nonnull(strstr(err->message, "is not a number above 0 and at most 64"));
+        g_clear_error(&err);
+    }
+    ck_assert_double_eq_tol(p.ratio, VP_RATIO_DEFAULT, 1e-9);
+    for (const char *const *good = (const char *const[]){"16", "1.5", "0.5", "64", "4.125", NULL};
+         *good; good++) {
+        g_autofree char *back = NULL;
+
+        ck_assert_msg(vpPolicySetAttr(&p, "ratio", *good, &err), "%s", *good);
+        back = vpRatioFormat(p.ratio);
+        ck_assert_str_eq(back, *good);
+    }
+    ck_assert(vpPolicySetAttr(&p, "cpus", "shared", NULL));
+    ck_assert_str_eq(vpCpusName(p.cpus), "shared");
+
     ck_assert(!vpPolicySetAttr(&p, "unmet", "Refuse", &err));
     ck_assert_str_eq(err->message, "unmet='Refuse' is not one of refuse, degrade");
     g_clear_error(&err);

@@ -61,6 +61,28 @@ START_TEST(test_pairs)
 }
 END_TEST
 
+/* A cpus=shared holder carries its cookie: smt=share does not make it anyone's VP_TRUST_SHARE,
+ * its cookie group mates are its own cookie, and a stranger's smt=share domain is not. */
+START_TEST(test_shared_holders)
+{
+    vpPolicy a = policyOf("share", "g", "group");
+    vpPolicy mate = policyOf("spread", "g", "group");
+    vpPolicy other = policyOf("share", NULL, "vm");
+
+    a.cpus = mate.cpus = VP_CPUS_SHARED;
+    ck_assert_int_eq(vpTrustOf("b", &other, "a", &a), VP_TRUST_STRANGER);
+    ck_assert(!vpTrustMutual("a", &a, "b", &other));
+    ck_assert(vpTrustOwnCookie("a", &a, "m", &mate));
+    ck_assert(vpTrustOwnCookie("a", &a, "a", &a));
+    ck_assert(!vpTrustOwnCookie("a", &a, "b", &other));
+    other.cpus = VP_CPUS_SHARED;
+    ck_assert(!vpTrustOwnCookie("b", &other, "a", &a));
+    vpPolicyClear(&a);
+    vpPolicyClear(&mate);
+    vpPolicyClear(&other);
+}
+END_TEST
+
 /* A domain is itself whatever its policy: a stranger's smt or coresched changes nothing. */
 START_TEST(test_self)
 {
@@ -97,6 +119,7 @@ vpTestSuite(void)
     Suite *s = suite_create("trust");
     TCase *tc = tcase_create("trust");
 
+    tcase_add_test(tc, test_shared_holders);
     tcase_add_loop_test(tc, test_pairs, 0, G_N_ELEMENTS(pairs));
     tcase_add_test(tc, test_self);
     tcase_add_test(tc, test_holder);

@@ -5,175 +5,18 @@
  */
 #include "core/model/plan.h"
 #include "core/codec/jsonkeys.h"
+#include "core/codec/planreadpriv.h"
 #include "core/model/request.h"
 
 #include <limits.h>
 #include <string.h>
 
-/* Linux CPU numbers above this are rejected before they reach a bitmap. */
-#define VP_PLAN_MAX_CPU 65535
-#define VP_PLAN_MAX_VCPUS 4096
-
-/* Reader helpers: each names the field as a path ("vcpus[2].cpu") and the bad value. */
-
-static JsonNode *
-vpPlanMember(JsonObject *obj, const char *field, GError **error)
-{
-    JsonNode *node = json_object_get_member(obj, field);
-
-    if (!node)
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is missing", field);
-    return node;
-}
-
-/* A short rendering of a JSON value for error messages. */
-static char *
-vpPlanShow(JsonNode *node)
-{
-    g_autofree char *text = json_to_string(node, FALSE);
-
-    if (strlen(text) > 40)
-        return g_strdup_printf("%.40s...", text);
-    return g_steal_pointer(&text);
-}
-
-static bool
-vpPlanGetInt(JsonObject *obj, const char *path, const char *field, gint64 min, gint64 max,
-             gint64 *out, GError **error)
-{
-    JsonNode *node = json_object_get_member(obj, field);
-    g_autofree char *shown = NULL;
-
-    if (!node) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s%s is missing", path, field);
-        return false;
-    }
-    if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_INT64) {
-        *out = json_node_get_int(node);
-        if (*out >= min && *out <= max)
-            return true;
-    }
-    shown = vpPlanShow(node);
-    if (min == max)
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s%s=%s, expected %" G_GINT64_FORMAT, path,
-                    field, shown, min);
-    else
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
-                    "%s%s=%s, expected an integer in %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT, path,
-                    field, shown, min, max);
-    return false;
-}
-
-static bool
-vpPlanGetBool(JsonObject *obj, const char *field, bool *out, GError **error)
-{
-    JsonNode *node = vpPlanMember(obj, field, error);
-    g_autofree char *shown = NULL;
-
-    if (!node)
-        return false;
-    if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_BOOLEAN) {
-        *out = json_node_get_boolean(node);
-        return true;
-    }
-    shown = vpPlanShow(node);
-    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not true or false", field, shown);
-    return false;
-}
-
-/* An index that may be none: null (or -1, as ledgers before format 1 wrote it) gives -1. */
-static bool
-vpPlanGetIndex(JsonObject *obj, const char *path, const char *field, gint64 max, gint64 *out,
-               GError **error)
-{
-    JsonNode *node = json_object_get_member(obj, field);
-
-    if (node && JSON_NODE_HOLDS_NULL(node)) {
-        *out = -1;
-        return true;
-    }
-    return vpPlanGetInt(obj, path, field, -1, max, out, error);
-}
-
-/* The member's name in this format, or its name before format 1 (the ledger written by an
- * older vcpuplaced) when only that is present. */
-static const char *
-vpPlanLegacyName(JsonObject *obj, const char *name, const char *legacy)
-{
-    if (!json_object_has_member(obj, name) && json_object_has_member(obj, legacy))
-        return legacy;
-    return name;
-}
-
-/* A string, or NULL in *out for JSON null when nullable. */
-static bool
-vpPlanGetString(JsonObject *obj, const char *path, const char *field, bool nullable,
-                const char **out, GError **error)
-{
-    g_autofree char *name = g_strconcat(path, field, NULL);
-    JsonNode *node = json_object_get_member(obj, field);
-    g_autofree char *shown = NULL;
-
-    if (!node) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is missing", name);
-        return false;
-    }
-    if (nullable && JSON_NODE_HOLDS_NULL(node)) {
-        *out = NULL;
-        return true;
-    }
-    if (JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING) {
-        *out = json_node_get_string(node);
-        return true;
-    }
-    shown = vpPlanShow(node);
-    g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not a string%s", name, shown,
-                nullable ? " or null" : "");
-    return false;
-}
-
-static JsonObject *
-vpPlanGetObject(JsonObject *obj, const char *field, GError **error)
-{
-    JsonNode *node = vpPlanMember(obj, field, error);
-
-    if (!node)
-        return NULL;
-    if (!JSON_NODE_HOLDS_OBJECT(node)) {
-        g_autofree char *shown = vpPlanShow(node);
-
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s=%s is not an object", field, shown);
-        return NULL;
-    }
-    return json_node_get_object(node);
-}
-
-static hwloc_bitmap_t
-vpPlanGetSet(JsonObject *obj, const char *field, GError **error)
-{
-    const char *text;
-    hwloc_bitmap_t set;
-
-    if (!vpPlanGetString(obj, "", field, false, &text, error))
-        return NULL;
-    if (!*text)
-        return hwloc_bitmap_alloc();
-    if (!(set = vpCpuListParse(field, text, error)))
-        return NULL;
-    if (hwloc_bitmap_last(set) > VP_PLAN_MAX_CPU) {
-        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s='%s' names CPUs above %d", field, text,
-                    VP_PLAN_MAX_CPU);
-        hwloc_bitmap_free(set);
-        return NULL;
-    }
-    return set;
-}
-
 static bool
 vpPlanReadPolicy(JsonObject *obj, vpPolicy *policy, GError **error)
 {
-    static const char *const keys[] = {"smt",       "coresched", "locality", "emulator",
-                                       "rebalance", "unmet",     NULL};
+    /* the last two (cpus=shared and its ratio) are written for shared VMs only */
+    static const char *const keys[] = {"smt",   "coresched", "locality", "emulator", "rebalance",
+                                       "unmet", "cpus",      "ratio",    NULL};
     JsonObject *pobj = vpPlanGetObject(obj, "policy", error);
     size_t i;
 
@@ -183,6 +26,8 @@ vpPlanReadPolicy(JsonObject *obj, vpPolicy *policy, GError **error)
         g_autoptr(GError) local = NULL;
         const char *value;
 
+        if (i >= 6 && !json_object_has_member(pobj, keys[i]))
+            continue;
         if (!vpPlanGetString(pobj, "policy.", keys[i], false, &value, error))
             return false;
         if (!vpPolicySetAttr(policy, keys[i], value, &local)) {
@@ -197,6 +42,8 @@ static bool
 vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **error)
 {
     static const char *const keys[] = {"vcpu", "cpu", "core", "l3", "numa", "package", NULL};
+    static const char *const known[] = {"vcpu", "cpu",     "core", "l3",
+                                        "numa", "package", "cpus", NULL};
     static const char *const legacy_keys[] = {"vcpu", "pu", "core", "l3", "numa", "package", NULL};
     JsonNode *node = vpPlanMember(obj, "vcpus", error);
     JsonArray *arr;
@@ -233,7 +80,7 @@ vpPlanReadVcpus(JsonObject *obj, vpPlan **plan, const char *domain, GError **err
         }
         vobj = json_node_get_object(elem);
         cpu = vpPlanLegacyName(vobj, "cpu", "pu");
-        if (!vpJsonCheckKeys(vobj, where, strcmp(cpu, "pu") ? keys : legacy_keys, error))
+        if (!vpJsonCheckKeys(vobj, where, strcmp(cpu, "pu") ? known : legacy_keys, error))
             return false;
         if (!vpPlanGetInt(vobj, path, "vcpu", i, i, &v, error))
             return false;
@@ -502,6 +349,44 @@ vpPlanReadHow(JsonObject *obj, vpPlan *plan, GError **error)
     return true;
 }
 
+/* A shared plan's "shared" cores and each vCPU's "cpus" inside them, unpinned; present
+ * exactly for cpus=shared. */
+static bool
+vpPlanReadShared(JsonObject *obj, vpPlan *plan, GError **error)
+{
+    JsonArray *arr = json_node_get_array(json_object_get_member(obj, "vcpus"));
+    bool shared = plan->policy.cpus == VP_CPUS_SHARED;
+    hwloc_bitmap_t set;
+
+    if (shared != json_object_has_member(obj, "shared")) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "cpus='%s' but \"shared\" is %s",
+                    vpCpusName(plan->policy.cpus), shared ? "absent" : "present");
+        return false;
+    }
+    if (!shared)
+        return true;
+    vpPlanMakeShared(plan);
+    if (!(set = vpPlanGetSet(obj, "shared", error)))
+        return false;
+    hwloc_bitmap_free(plan->shared);
+    plan->shared = set;
+    for (unsigned i = 0; i < plan->nvcpus; i++) {
+        JsonObject *vobj = json_node_get_object(json_array_get_element(arr, i));
+
+        if (!(set = vpPlanGetSet(vobj, "cpus", error)))
+            return false;
+        hwloc_bitmap_free(plan->vcpu_set[i]);
+        plan->vcpu_set[i] = set;
+        if (plan->vcpu_pu[i] >= 0 || !hwloc_bitmap_isincluded(set, plan->shared)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "vcpus[%u] of a shared plan is pinned, or its cpus lie outside \"shared\"",
+                        i);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* "emulator" and "reserved": CPU lists, each possibly empty. */
 static bool
 vpPlanReadSets(JsonObject *obj, vpPlan *plan, GError **error)
@@ -608,29 +493,13 @@ vpPlanReadReason(JsonObject *obj, vpPlan *plan, GError **error)
 static bool
 vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
 {
-    static const char *const keys[] = {"format",
-                                       "domain",
-                                       "group",
-                                       "policy",
-                                       "how",
-                                       "vcpus",
-                                       "emulator",
-                                       "reserved",
-                                       "level",
-                                       "level_index",
-                                       "guest_topology",
-                                       "topology_mismatch",
-                                       "overcommit",
-                                       "own",
-                                       "cpuset",
-                                       "memory",
-                                       "page_size",
-                                       "degraded",
-                                       "degraded_reason",
-                                       "guest_cells",
-                                       "moves",
-                                       "beside_others",
-                                       NULL};
+    static const char *const keys[] = {
+        "format",     "domain",        "group",           "policy",
+        "how",        "vcpus",         "emulator",        "reserved",
+        "level",      "level_index",   "guest_topology",  "topology_mismatch",
+        "overcommit", "own",           "cpuset",          "memory",
+        "page_size",  "degraded",      "degraded_reason", "guest_cells",
+        "moves",      "beside_others", "shared",          NULL};
     vpPolicy policy = {0};
     const char *group;
     gint64 v;
@@ -657,7 +526,8 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
            vpPlanReadLevel(obj, *plan, error) && vpPlanReadGuestTopology(obj, *plan, error) &&
            vpPlanReadFlags(obj, *plan, error) && vpPlanReadBeside(obj, *plan, error) &&
            vpPlanReadOwnAndMemory(obj, *plan, error) && vpPlanReadReason(obj, *plan, error) &&
-           vpPlanCheckGuestCells(obj, *plan, error) && vpPlanReadMoves(obj, *plan, error);
+           vpPlanCheckGuestCells(obj, *plan, error) && vpPlanReadMoves(obj, *plan, error) &&
+           vpPlanReadShared(obj, *plan, error);
 }
 
 vpPlan *

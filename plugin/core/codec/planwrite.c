@@ -44,6 +44,15 @@ vpPlanPolicyJson(JsonBuilder *b, const vpPolicy *policy)
     json_builder_add_string_value(b, vpRebalanceName(policy->rebalance));
     json_builder_set_member_name(b, "unmet");
     json_builder_add_string_value(b, vpUnmetName(policy->unmet));
+    /* only for shared VMs, so that dedicated plans keep their golden form */
+    if (policy->cpus == VP_CPUS_SHARED) {
+        g_autofree char *ratio = vpRatioFormat(policy->ratio);
+
+        json_builder_set_member_name(b, "cpus");
+        json_builder_add_string_value(b, vpCpusName(policy->cpus));
+        json_builder_set_member_name(b, "ratio");
+        json_builder_add_string_value(b, ratio);
+    }
     json_builder_end_object(b);
 }
 
@@ -64,6 +73,12 @@ vpPlanVcpusJson(JsonBuilder *b, const vpPlan *plan, const vpTopology *topo)
         vpPlanAddIndex(b, "l3", l3);
         vpPlanAddIndex(b, "numa", numa);
         vpPlanAddIndex(b, "package", package);
+        if (plan->vcpu_set) {
+            g_autofree char *set = vpPlanFormatSet(plan->vcpu_set[i]);
+
+            json_builder_set_member_name(b, "cpus");
+            json_builder_add_string_value(b, set);
+        }
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -194,6 +209,12 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
     json_builder_add_string_value(b, emulator);
     json_builder_set_member_name(b, "reserved");
     json_builder_add_string_value(b, reserved);
+    if (plan->vcpu_set) {
+        g_autofree char *shared = vpPlanFormatSet(plan->shared);
+
+        json_builder_set_member_name(b, "shared");
+        json_builder_add_string_value(b, shared);
+    }
     json_builder_set_member_name(b, "level");
     json_builder_add_string_value(b, vpLevelName(plan->level));
     vpPlanAddIndex(b, "level_index", plan->level_index);

@@ -3,8 +3,9 @@
  * vpLedgerClaims(), which turns a plan into the PU slots it needs and rejects a plan that
  * names a CPU the topology lacks or gives one PU twice, so the owner table can never hold
  * two entries for one PU: loading a file and adding a fresh plan take the same path.
- * The one exception is deliberate: overcommitted smt=share plans may time-share a PU with
- * other smt=share vCPUs; those extra holders live in a per-PU side list.
+ * Two exceptions are deliberate: overcommitted smt=share plans may time-share a PU with
+ * other smt=share vCPUs, and cpus=shared plans hold their cores together up to the ratio;
+ * those extra holders live in a per-PU side list.
  */
 #include "core/model/ledger.h"
 
@@ -29,7 +30,7 @@ typedef struct {
 
 static const char *const ownKindNames[VP_OWN_LAST] = {
     [VP_OWN_NONE] = "free",         [VP_OWN_VCPU] = "vcpu",  [VP_OWN_EMULATOR] = "emulator",
-    [VP_OWN_RESERVED] = "reserved", [VP_OWN_PINNED] = "own",
+    [VP_OWN_RESERVED] = "reserved", [VP_OWN_PINNED] = "own", [VP_OWN_SHARED] = "shared",
 };
 
 const char *
@@ -96,6 +97,8 @@ vpClaimDescribe(vpOwnKind kind, int vcpu)
         return g_strdup("a reserved sibling");
     case VP_OWN_PINNED:
         return g_strdup("its own pins");
+    case VP_OWN_SHARED:
+        return g_strdup("its shared cores");
     case VP_OWN_NONE:
     case VP_OWN_LAST:
         break;
@@ -154,6 +157,12 @@ vpLedgerClaims(const vpLedger *ledger, const vpPlan *plan, GError **error)
         if (!vpLedgerClaimOne(ledger, plan, claims, plan->vcpu_pu[i], VP_OWN_VCPU, i, error))
             return NULL;
     }
+    hwloc_bitmap_foreach_begin(os, plan->shared)
+    {
+        if (!vpLedgerClaimOne(ledger, plan, claims, os, VP_OWN_SHARED, -1, error))
+            return NULL;
+    }
+    hwloc_bitmap_foreach_end();
     hwloc_bitmap_foreach_begin(os, plan->reserved)
     {
         vpOwnKind kind =
@@ -235,6 +244,25 @@ vpLedgerCountMemory(vpLedger *ledger, const vpPlan *plan, bool add)
     }
 }
 
+/* Whether a shared claim on pu keeps every shared domain there within its ratio; the
+ * refusal gives the figures. A tiny slack absorbs the rounding of sums of 1/n. */
+static bool
+vpLedgerSharedFits(const vpLedger *ledger, const vpPlan *plan, int pu, GError **error)
+{
+    unsigned os = vpTopologyPU(ledger->topo, pu)->os;
+    double load = vpLedgerSharedLoad(ledger, pu) + vpPlanSharedLoad(plan, (int)os);
+    double held = vpLedgerSharedRatio(ledger, pu);
+    double ratio = held > 0 ? MIN(held, plan->policy.ratio) : plan->policy.ratio;
+
+    if (load <= ratio + 1e-9)
+        return true;
+    g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
+                "domain '%s': CPU %u would carry %.2f vCPUs, past the ratio %g of its shared "
+                "domains",
+                plan->domain, os, load, ratio);
+    return false;
+}
+
 bool
 vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
 {
@@ -253,6 +281,11 @@ vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error)
         const vpClaim *c = &g_array_index(claims, vpClaim, i);
         const vpOwner *held = &ledger->owners[c->pu];
 
+        if (c->kind == VP_OWN_SHARED && (!held->domain || held->kind == VP_OWN_SHARED)) {
+            if (!vpLedgerSharedFits(ledger, plan, c->pu, error))
+                return false;
+            continue;
+        }
         if (held->domain && !vpLedgerTimeShare(ledger, plan, c) &&
             !(c->kind == VP_OWN_PINNED && vpLedgerOnlyPinned(ledger, c->pu))) {
             g_autofree char *who = vpClaimDescribe(c->kind, c->vcpu);
@@ -378,6 +411,36 @@ vpLedgerPUFree(const vpLedger *ledger, int pu)
     return pu >= 0 && pu < ledger->npus && !ledger->owners[pu].domain;
 }
 
+double
+vpLedgerSharedLoad(const vpLedger *ledger, int pu)
+{
+    unsigned os = vpTopologyPU(ledger->topo, pu)->os;
+    double load = 0;
+
+    for (unsigned i = 0; i < vpLedgerNOwners(ledger, pu); i++) {
+        vpOwner o = vpLedgerOwnerAt(ledger, pu, i);
+
+        if (o.kind == VP_OWN_SHARED)
+            load += vpPlanSharedLoad(g_hash_table_lookup(ledger->plans, o.domain), (int)os);
+    }
+    return load;
+}
+
+double
+vpLedgerSharedRatio(const vpLedger *ledger, int pu)
+{
+    double ratio = 0;
+
+    for (unsigned i = 0; i < vpLedgerNOwners(ledger, pu); i++) {
+        vpOwner o = vpLedgerOwnerAt(ledger, pu, i);
+        const vpPlan *plan = g_hash_table_lookup(ledger->plans, o.domain);
+
+        if (o.kind == VP_OWN_SHARED && (ratio == 0 || plan->policy.ratio < ratio))
+            ratio = plan->policy.ratio;
+    }
+    return ratio;
+}
+
 static int
 vpLedgerCompareNames(gconstpointer a, gconstpointer b)
 {
@@ -481,7 +544,7 @@ vpLedgerCheck(const vpLedger *ledger, GError **error)
     }
     for (pu = 0; pu < ledger->npus && ok; pu++) {
         guint n = expect[pu] ? expect[pu]->len : 0;
-        guint plain = 0, pinned = 0;
+        guint plain = 0, pinned = 0, shared = 0;
 
         for (i = 0; i < n; i++) {
             const vpOwner *o = &g_array_index(expect[pu], vpOwner, i);
@@ -489,12 +552,13 @@ vpLedgerCheck(const vpLedger *ledger, GError **error)
 
             plain += !plan->overcommit;
             pinned += o->kind == VP_OWN_PINNED;
+            shared += o->kind == VP_OWN_SHARED;
             if (n > 1 && (o->kind != VP_OWN_VCPU || plan->policy.smt != VP_SMT_SHARE ||
                           plan->policy.unmet != VP_UNMET_DEGRADE))
                 plain = n;
         }
         /* time-sharing: share vCPUs only, and all but at most one holder overcommitted */
-        if (n > 1 && plain > 1 && pinned < n) {
+        if (n > 1 && plain > 1 && pinned < n && shared < n) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                         "CPU %u is held by both domain '%s' and domain '%s'",
                         vpTopologyPU(ledger->topo, pu)->os,

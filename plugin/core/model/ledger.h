@@ -19,6 +19,8 @@ typedef enum {
     VP_OWN_RESERVED,
     VP_OWN_PINNED, /* named by the domain's own multi-CPU pins; other domains' own pins may
                     * name it too (vpLedgerNOwners() counts them) */
+    VP_OWN_SHARED, /* in a cpus=shared domain's cores: held with other shared domains, each
+                    * for its share (vpLedgerSharedLoad()), never with anyone else */
     VP_OWN_LAST
 } vpOwnKind;
 
@@ -35,7 +37,9 @@ void vpLedgerFree(vpLedger *ledger);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpLedger, vpLedgerFree)
 
 /* Records a plan (the ledger keeps a copy). Fails, changing nothing, when the domain is
- * already present or any PU it needs is held by someone else. */
+ * already present or any PU it needs is held by someone else; a shared plan's CPUs may be
+ * held by other shared plans as long as no CPU carries more vCPUs than the ratio of any
+ * shared domain on it (VP_ERROR_REFUSED with the figures). */
 bool vpLedgerAdd(vpLedger *ledger, const vpPlan *plan, GError **error);
 /* Frees everything the domain holds; false when it held nothing. */
 bool vpLedgerRemove(vpLedger *ledger, const char *domain);
@@ -50,6 +54,11 @@ vpOwner vpLedgerOwner(const vpLedger *ledger, int pu);
 unsigned vpLedgerNOwners(const vpLedger *ledger, int pu);
 vpOwner vpLedgerOwnerAt(const vpLedger *ledger, int pu, unsigned i);
 bool vpLedgerPUFree(const vpLedger *ledger, int pu);
+/* vCPUs of shared domains on logical PU pu, as a fraction of it: the sum of
+ * vpPlanSharedLoad() over its holders (0 when no shared domain holds it). */
+double vpLedgerSharedLoad(const vpLedger *ledger, int pu);
+/* The smallest ratio among the shared domains holding pu (0 when none does). */
+double vpLedgerSharedRatio(const vpLedger *ledger, int pu);
 /* Domain names, sorted (caller frees the array, not the strings). */
 GPtrArray *vpLedgerDomains(const vpLedger *ledger);
 unsigned vpLedgerNDomains(const vpLedger *ledger);

@@ -29,6 +29,7 @@ vpPlanNew(const char *domain, unsigned nvcpus)
     plan->emulator = hwloc_bitmap_alloc();
     plan->reserved = hwloc_bitmap_alloc();
     plan->own = hwloc_bitmap_alloc();
+    plan->shared = hwloc_bitmap_alloc();
     plan->level = VP_LEVEL_HOST;
     plan->level_index = -1;
     return plan;
@@ -46,6 +47,10 @@ vpPlanFree(vpPlan *plan)
     hwloc_bitmap_free(plan->emulator);
     hwloc_bitmap_free(plan->reserved);
     hwloc_bitmap_free(plan->own);
+    hwloc_bitmap_free(plan->shared);
+    for (unsigned i = 0; plan->vcpu_set && i < plan->nvcpus; i++)
+        hwloc_bitmap_free(plan->vcpu_set[i]);
+    g_free(plan->vcpu_set);
     if (plan->cpuset)
         hwloc_bitmap_free(plan->cpuset);
     g_free(plan->mem);
@@ -83,11 +88,41 @@ vpPlanCopy(const vpPlan *plan)
         vpPlanAddMove(copy, plan->moves[i].domain, plan->moves[i].vcpu, plan->moves[i].from,
                       plan->moves[i].to, plan->moves[i].reason);
     hwloc_bitmap_copy(copy->own, plan->own);
+    if (plan->vcpu_set) {
+        vpPlanMakeShared(copy);
+        hwloc_bitmap_copy(copy->shared, plan->shared);
+        for (unsigned i = 0; i < plan->nvcpus; i++)
+            hwloc_bitmap_copy(copy->vcpu_set[i], plan->vcpu_set[i]);
+    }
     copy->cpuset = plan->cpuset ? hwloc_bitmap_dup(plan->cpuset) : NULL;
     copy->nmem = plan->nmem;
     copy->mem = g_memdup2(plan->mem, sizeof(*plan->mem) * plan->nmem);
     copy->page_size = plan->page_size;
     return copy;
+}
+
+void
+vpPlanMakeShared(vpPlan *plan)
+{
+    if (plan->vcpu_set)
+        return;
+    plan->vcpu_set = g_new(hwloc_bitmap_t, plan->nvcpus);
+    for (unsigned i = 0; i < plan->nvcpus; i++)
+        plan->vcpu_set[i] = hwloc_bitmap_alloc();
+}
+
+double
+vpPlanSharedLoad(const vpPlan *plan, int os)
+{
+    double load = 0;
+
+    for (unsigned i = 0; plan->vcpu_set && i < plan->nvcpus; i++) {
+        int n = hwloc_bitmap_weight(plan->vcpu_set[i]);
+
+        if (n > 0 && hwloc_bitmap_isset(plan->vcpu_set[i], os))
+            load += 1.0 / n;
+    }
+    return load;
 }
 
 void
@@ -232,6 +267,7 @@ vpPlanHeld(const vpPlan *plan)
     hwloc_bitmap_t held = hwloc_bitmap_dup(plan->reserved);
     unsigned i;
 
+    hwloc_bitmap_or(held, held, plan->shared);
     for (i = 0; i < plan->nvcpus; i++) {
         if (plan->vcpu_pu[i] >= 0)
             hwloc_bitmap_set(held, plan->vcpu_pu[i]);

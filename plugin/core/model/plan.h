@@ -51,6 +51,11 @@ typedef struct {
     /* smt=share only: some vCPUs time-share PUs with other smt=share domains' vCPUs, because
      * no free PU was left and unmet=degrade allowed it. The ledger accepts such plans. */
     bool overcommit;
+    /* cpus=shared only: the whole cores' CPUs the domain holds (with other shared domains, up
+     * to the ratio), and per vCPU the CPUs it floats over, inside shared (vcpu_pu is -1);
+     * empty and NULL for every other plan. */
+    hwloc_bitmap_t shared;
+    hwloc_bitmap_t *vcpu_set;
     /* smt=pack only: vCPUs placed on cores other trust groups held then (pack's last tier,
      * or spread's when relaxed: no whole core was left); 0 for most plans. */
     unsigned beside_others;
@@ -87,10 +92,16 @@ void vpPlanAddPages(vpPlan *plan, unsigned node, guint64 page_size, guint64 byte
 guint64 vpPlanMemoryOn(const vpPlan *plan, unsigned node);
 /* Bytes the plan holds on Linux node `node` in pages of page_size (0: base pages). */
 guint64 vpPlanMemoryOnPages(const vpPlan *plan, unsigned node, guint64 page_size);
-/* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator
- * (the domain's own pins, plan->own, are held apart: other domains' own pins may name them
- * too). */
+/* PUs (Linux numbers) this plan holds: vCPU PUs, reserved siblings, dedicated emulator, a
+ * shared plan's cores (the domain's own pins, plan->own, are held apart: other domains' own pins
+ * may name them too). */
 hwloc_bitmap_t vpPlanHeld(const vpPlan *plan);
+
+/* Makes plan a shared one: shared and a vcpu_set per vCPU, all empty. */
+void vpPlanMakeShared(vpPlan *plan);
+/* The share of a CPU that plan's vCPUs put on Linux CPU os: each vCPU counts 1 / the CPUs
+ * it floats over on each of them (0 for a CPU outside its sets, and for dedicated plans). */
+double vpPlanSharedLoad(const vpPlan *plan, int os);
 
 /* Appends a move (the strings are copied). */
 void vpPlanAddMove(vpPlan *plan, const char *domain, unsigned vcpu, unsigned from, unsigned to,

@@ -52,6 +52,12 @@ static const vpPolicyName unmetNames[] = {
     {NULL, 0},
 };
 
+static const vpPolicyName cpusNames[] = {
+    {"dedicated", VP_CPUS_DEDICATED},
+    {"shared", VP_CPUS_SHARED},
+    {NULL, 0},
+};
+
 static const vpPolicyName tenancyNames[] = {
     {"off", VP_TENANCY_OFF},
     {"nova", VP_TENANCY_NOVA},
@@ -103,6 +109,8 @@ vpPolicyInitDefaults(vpPolicy *policy)
     policy->emulator = VP_EMULATOR_HOUSEKEEPING;
     policy->rebalance = VP_REBALANCE_AUTO;
     policy->unmet = VP_UNMET_REFUSE;
+    policy->cpus = VP_CPUS_DEDICATED;
+    policy->ratio = VP_RATIO_DEFAULT;
 }
 
 void
@@ -203,6 +211,43 @@ vpTenancyName(vpTenancy v)
     return vpPolicyNameOf(tenancyNames, v);
 }
 
+const char *
+vpCpusName(vpCpus v)
+{
+    return vpPolicyNameOf(cpusNames, v);
+}
+
+char *
+vpRatioFormat(double ratio)
+{
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+    return g_strdup(g_ascii_formatd(buf, sizeof(buf), "%g", ratio));
+}
+
+/* A decimal number above 0 and at most VP_RATIO_MAX, digits and one point only (no sign,
+ * exponent or spaces), with at most 3 decimals: what Nova's cpu_allocation_ratio takes. */
+static bool
+parseRatio(const char *value, double *out, GError **error)
+{
+    const char *dot = strchr(value, '.');
+    size_t len = strlen(value);
+    bool ok = len > 0 && len <= 8 && strspn(value, "0123456789.") == len && value[0] != '.' &&
+              value[len - 1] != '.' &&
+              (!dot || (!strchr(dot + 1, '.') && len - (dot - value) <= 4));
+    double v = ok ? g_ascii_strtod(value, NULL) : 0;
+
+    if (!ok || v <= 0 || v > VP_RATIO_MAX) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "ratio='%s' is not a number above 0 and at most %g with at most 3 decimals "
+                    "(vCPUs per CPU, as Nova's cpu_allocation_ratio)",
+                    value, VP_RATIO_MAX);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 bool
 vpPolicyValidGroup(const char *group)
 {
@@ -272,10 +317,16 @@ vpPolicySetAttr(vpPolicy *policy, const char *field, const char *value, GError *
         if (!vpPolicyLookup(unmetNames, field, value, &v, error))
             return false;
         policy->unmet = v;
+    } else if (strcmp(field, "cpus") == 0) {
+        if (!vpPolicyLookup(cpusNames, field, value, &v, error))
+            return false;
+        policy->cpus = v;
+    } else if (strcmp(field, "ratio") == 0) {
+        return parseRatio(value, &policy->ratio, error);
     } else {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "unknown policy attribute '%s' (known: smt, group, coresched, locality, "
-                    "emulator, rebalance, unmet)",
+                    "emulator, rebalance, unmet, cpus, ratio)",
                     field);
         return false;
     }

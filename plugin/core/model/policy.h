@@ -42,6 +42,13 @@ typedef enum {
     VP_EMULATOR_DEDICATED,
     VP_EMULATOR_LAST
 } vpEmulator;
+/* dedicated: each vCPU a CPU of its own (the smt policies); shared: the vCPUs float over
+ * whole cores the placer chooses, time-shared with other shared VMs up to the ratio
+ * (Nova's hw:cpu_policy=shared with cpu_allocation_ratio). */
+typedef enum { VP_CPUS_DEDICATED = 0, VP_CPUS_SHARED, VP_CPUS_LAST } vpCpus;
+/* Nova's default cpu_allocation_ratio for new hosts; ratios are taken within these bounds. */
+#define VP_RATIO_DEFAULT 4.0
+#define VP_RATIO_MAX 64.0
 typedef enum { VP_REBALANCE_AUTO = 0, VP_REBALANCE_OFF, VP_REBALANCE_LAST } vpRebalance;
 /* What happens when the policy cannot be met: refuse the start, or relax and say so. */
 typedef enum { VP_UNMET_REFUSE = 0, VP_UNMET_DEGRADE, VP_UNMET_LAST } vpUnmet;
@@ -67,6 +74,8 @@ typedef struct {
     vpEmulator emulator;
     vpRebalance rebalance;
     vpUnmet unmet;
+    vpCpus cpus;
+    double ratio;      /* cpus=shared: vCPUs per CPU at most, on every CPU of its set */
     vpTenancy tenancy; /* host configuration only, see vpTenancy */
 } vpPolicy;
 
@@ -83,6 +92,9 @@ const char *vpEmulatorName(vpEmulator v);
 const char *vpRebalanceName(vpRebalance v);
 const char *vpUnmetName(vpUnmet v);
 const char *vpTenancyName(vpTenancy v);
+const char *vpCpusName(vpCpus v);
+/* The ratio as the schema writes it: "4", "1.5" (caller frees). */
+char *vpRatioFormat(double ratio);
 
 /* Each parser sets *out and returns true, or fails with VP_ERROR_INVALID naming
  * field and value: "smt='foo' is not one of isolate, pack, spread, share". */

@@ -16,7 +16,7 @@ vpTrustOf(const char *a, const vpPolicy *pa, const char *b, const vpPolicy *pb)
     if (vpTrustGroupCookie(pa) && pb->group && strcmp(pa->group, pb->group) == 0 &&
         pa->coresched == pb->coresched)
         return VP_TRUST_GROUP;
-    if (pb->smt == VP_SMT_SHARE)
+    if (pb->smt == VP_SMT_SHARE && pb->cpus != VP_CPUS_SHARED)
         return VP_TRUST_SHARE;
     return VP_TRUST_STRANGER;
 }
@@ -26,7 +26,14 @@ vpTrustMutual(const char *a, const vpPolicy *pa, const char *b, const vpPolicy *
 {
     vpTrust t = vpTrustOf(a, pa, b, pb);
 
-    return t <= VP_TRUST_GROUP || (t == VP_TRUST_SHARE && pa->smt == VP_SMT_SHARE);
+    return t <= VP_TRUST_GROUP ||
+           (t == VP_TRUST_SHARE && pa->smt == VP_SMT_SHARE && pa->cpus != VP_CPUS_SHARED);
+}
+
+bool
+vpTrustOwnCookie(const char *a, const vpPolicy *pa, const char *b, const vpPolicy *pb)
+{
+    return vpTrustOf(a, pa, b, pb) <= VP_TRUST_GROUP;
 }
 
 vpTrust

@@ -10,6 +10,11 @@
  * own: its group mates are strangers to it, under load as on an idle host. A domain that
  * asked smt=share accepts any neighbour, which a stranger may use (its siblings come before
  * those of domains that did not ask) but which makes it no one's trust.
+ *
+ * A cpus=shared domain holds whole cores with other shared domains (the ledger keeps them
+ * within the ratio) and carries its cookie like any other: its smt is not read, so it is
+ * never VP_TRUST_SHARE; only itself and its cookie group are its own. The shared placer
+ * asks vpTrustOwnCookie() which holders of a core those are.
  */
 #pragma once
 
@@ -37,6 +42,9 @@ vpTrust vpTrustOf(const char *a, const vpPolicy *pa, const char *b, const vpPoli
 /* Whether a and b may run on siblings of one core, as both see it: one domain, one cookie
  * group, or two domains that asked smt=share. */
 bool vpTrustMutual(const char *a, const vpPolicy *pa, const char *b, const vpPolicy *pb);
+
+/* Whether b runs under a's cookie (or both under none): itself, or its cookie group. */
+bool vpTrustOwnCookie(const char *a, const vpPolicy *pa, const char *b, const vpPolicy *pb);
 
 /* Who ledger's holder domain is to plan's domain: vpTrustOf with the policy the ledger
  * records for it (VP_TRUST_STRANGER when it records none). */

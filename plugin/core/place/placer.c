@@ -232,7 +232,7 @@ vpPlaceAfter(const vpTopology *topo, const vpLedger *ledger, const vpRequest *re
     }
     if (req->has_pins)
         return placePinned(topo, req);
-    if ((int)req->vcpus > usable) {
+    if (req->policy.cpus != VP_CPUS_SHARED && (int)req->vcpus > usable) {
         g_set_error(error, VP_ERROR, VP_ERROR_REFUSED,
                     "domain '%s': %u vCPUs exceed the %d PUs this host may hand out", req->name,
                     req->vcpus, usable);
@@ -240,6 +240,8 @@ vpPlaceAfter(const vpTopology *topo, const vpLedger *ledger, const vpRequest *re
     }
     if (!vpPlacerCheckConstraints(topo, req, error))
         return NULL;
+    if (req->policy.cpus == VP_CPUS_SHARED)
+        return vpPlaceShared(topo, ledger, req, error);
 
     nplan = vpRequestPlanVcpus(req);
     ids = g_new(unsigned, nplan);

@@ -2,7 +2,8 @@
  * The placer's private header: the snapshot, pick and part types, and what each of its
  * files offers the others (placer.c has the outline and includes the rest through here).
  * Calls run one way: placer.c -> numafit.c -> corepick.c -> refusal.c -> snapshot.c, and
- * emulator.c beside numafit.c. Nothing outside plugin/core/place includes this.
+ * emulator.c beside numafit.c, shared.c beside it (placer.c -> shared.c). Nothing outside
+ * plugin/core/place includes this.
  */
 #pragma once
 
@@ -191,3 +192,8 @@ bool vpPlacerSplittable(const vpTopology *topo, const vpLedger *ledger, const vp
 /* The domain cut into k shares on k distinct nodes (what Nova's hw:numa_nodes asks of a
  * large flavor): vCPUs and memory split evenly. */
 GArray *vpPlacerSplitByMemory(const vpRequest *req, const unsigned *ids, unsigned n, unsigned k);
+
+/* shared.c, beside the outline: a cpus=shared VM's plan (vpPlace() hands it over after its
+ * checks), or VP_ERROR_REFUSED with each node's shared load against the ratio. */
+vpPlan *vpPlaceShared(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req,
+                      GError **error);

@@ -514,6 +514,30 @@ vpScorePlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned gue
 }
 
 bool
+vpScoreSharedPlaced(vpScore *s, const char *name, const vpPolicy *policy, unsigned n, double us,
+                    GError **error)
+{
+    vpScoreVM *vm;
+
+    if (g_hash_table_contains(s->vms, name)) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "VM '%s' is placed twice", name);
+        return false;
+    }
+    vm = vmNew(name, policy, 0, NULL, 0);
+    vm->held = g_new0(guint64, MAX(vpTopologyNGroups(s->topo, VP_LEVEL_NUMA), 1));
+    g_hash_table_insert(s->vms, vm->name, vm);
+    s->starts++;
+    s->placed++;
+    s->vcpus_asked += n;
+    s->vcpus_placed += n;
+    if (!s->refused_once)
+        s->admitted_first++;
+    g_array_append_val(s->decision_us, us);
+    tick(s);
+    return true;
+}
+
+bool
 vpScoreMoved(vpScore *s, const char *name, unsigned from, unsigned to, GError **error)
 {
     vpScoreVM *vm = g_hash_table_lookup(s->vms, name);

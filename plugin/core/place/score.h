@@ -17,6 +17,11 @@ vpScore *vpScoreNew(const vpTopology *topo);
 void vpScoreFree(vpScore *score);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpScore, vpScoreFree)
 
+/* A placed cpus=shared VM of n vCPUs: counted as started and placed; its cores are the
+ * ledger's business (vpSharedCookies() in placer.h tells who meets whom there), so the
+ * figures of sibling sharing cover dedicated VMs only. */
+bool vpScoreSharedPlaced(vpScore *score, const char *name, const vpPolicy *policy, unsigned n,
+                         double us, GError **error);
 /* A placed VM: its policy (smt, trust group and coresched decide who it trusts), Linux CPU
  * per vCPU, the CPUs it holds idle (reserved siblings) and the memory it asked (bytes, 0:
  * none; held on its vCPUs' nodes in proportion to its vCPUs there). Fails on a CPU the
