@@ -28,6 +28,8 @@ static const vpCommand commands[] = {
     {"rebalance", vpCmdRebalance, "move waiting vCPUs now, or --dry-run: say what would (live)"},
     {"metrics", vpCmdMetrics, "vcpuplaced's Prometheus metrics (live)"},
     {"capacity", vpCmdCapacity, "how many more VMs of each shape fit, host and per NUMA node"},
+    {"provider-config", vpCmdProviderConfig,
+     "a Nova provider config YAML: whole cores and policy traits"},
 };
 
 static void
@@ -35,7 +37,7 @@ usage(FILE *out)
 {
     fprintf(out, "Usage: vcpuplace COMMAND [OPTIONS]\n       vcpuplace --version\n\nCommands:\n");
     for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
-        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'vcpuplace COMMAND --help' describes each.\n");
 }
 

@@ -22,3 +22,4 @@ int vpCmdTop(int argc, char **argv);
 int vpCmdRebalance(int argc, char **argv);
 int vpCmdMetrics(int argc, char **argv);
 int vpCmdCapacity(int argc, char **argv);
+int vpCmdProviderConfig(int argc, char **argv);

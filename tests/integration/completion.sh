@@ -29,7 +29,7 @@ check() {
 }
 
 check "plan" vcpuplace pl
-check "pin-config plan policy" vcpuplace p
+check "pin-config plan policy provider-config" vcpuplace p
 check "--version" vcpuplace --ver
 check "--ledger=" vcpuplace plan --le
 check "--dry-run" vcpuplace pin-config --dr

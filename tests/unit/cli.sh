@@ -124,6 +124,8 @@ check "pin-config: two domains" 1 "vcpuplace pin-config: expected one DOMAIN arg
   "$cli" pin-config "${live[@]}" a b
 check "capacity: an argument" 1 "vcpuplace capacity: unexpected argument 'x'" \
   "$cli" capacity --topology "$topo" x
+check "provider-config: --ledger" 1 "vcpuplace provider-config: --ledger: the provider config states totals" \
+  "$cli" provider-config --topology "$topo" --ledger "$tmp/l.json"
 check "top: an argument" 1 "vcpuplace top: unexpected argument 'x'" "$cli" top "${live[@]}" x
 check "metrics: bad option" 1 "vcpuplace metrics: Unknown option --frob" \
   "$cli" metrics "${live[@]}" --frob
