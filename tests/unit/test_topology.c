@@ -154,6 +154,33 @@ START_TEST(test_bad_sources)
 }
 END_TEST
 
+/* hwloc's synthetic build is quadratic in the objects under one parent: this one gave no
+ * answer within 60 s, and the CPU cap was checked only after it. Both refused at once. */
+START_TEST(test_huge_synthetic)
+{
+    static const struct {
+        const char *source, *error;
+    } cases[] = {
+        {"synthetic:pack:1 numa:1 core:8192 pu:2",
+         "'core:8192': more than 1024 objects under one parent"},
+        {"synthetic:pack:1024 core:1024 pu:1024",
+         "more than 16384 PUs, past the largest CPU number handled (16383)"},
+        {"synthetic:4 1000 1000", "more than 16384 PUs"},
+        {"synthetic:pack:64 core:128 pu:4", "more than 16384 PUs"},
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        gint64 start = g_get_monotonic_time();
+        g_autoptr(vpTopology) topo = vpHwtopoLoad(cases[i].source, NULL, NULL, &error);
+        ck_assert_msg(!topo, "%s loaded", cases[i].source);
+        ck_assert_msg(strstr(error->message, cases[i].error) &&
+                          strstr(error->message, cases[i].source),
+                      "%s", error->message);
+        ck_assert_int_lt(g_get_monotonic_time() - start, G_USEC_PER_SEC);
+    }
+}
+END_TEST
+
 /* Hostile exports: a PU numbered 4294967295 (max_os + 1 wrapped to 0 and the table was
  * written past its end) and an infinite complete_cpuset (walking it never ended). */
 static const struct {
@@ -394,6 +421,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_cpulist_parse);
     tcase_add_test(tc, test_synthetic_smt8_and_nosmt);
     tcase_add_test(tc, test_bad_sources);
+    tcase_add_test(tc, test_huge_synthetic);
     tcase_add_test(tc, test_host);
     tcase_add_loop_test(tc, test_hostile_sources, 0, G_N_ELEMENTS(hostile));
     tcase_add_loop_test(tc, test_real, 0, G_N_ELEMENTS(real));
