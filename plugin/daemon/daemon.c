@@ -220,6 +220,7 @@ metricsSources(vpDaemon *d)
         .save_failures = d->save_failures,
         .refusals = d->refusals,
         .capacity = d->capacity,
+        .lock = &d->lock,
         .admission_moves = vpAdmissionMoves(d->admission),
         .admission_failures = vpAdmissionFailures(d->admission),
     };

@@ -19,7 +19,8 @@
  *
  * The state lock: the socket thread takes it to answer the hook from the manager alone.
  * The main thread holds it whenever it runs, except while it waits: in poll, in writing the
- * ledger's file, and in libvirt calls, which it makes between vpDaemonUnlock() and
+ * ledger's file, in computing the capacity gauges (on a copy of the ledger), and in libvirt
+ * calls, which it makes between vpDaemonUnlock() and
  * vpDaemonLock() (the actuator, cookies and hotplug let the same lock go). Across those, the
  * hook may have reserved or released anything: nothing read from the manager before may be
  * used after. What the socket thread cannot do itself (anything that calls libvirt,

@@ -347,32 +347,94 @@ vpCapacityCacheFree(vpCapacityCache *cache)
     g_free(cache);
 }
 
-const vpCapacity *
-vpCapacityCacheGet(vpCapacityCache *cache, const vpTopology *topo, const vpLedger *ledger,
-                   const vpPolicy *defaults, const char *shapes, GError **error)
+struct _vpCapacityJob {
+    guint64 generation; /* of the ledger copied */
+    char *inputs;
+    const vpTopology *topo;
+    vpLedger *ledger; /* the copy the placements run on */
+    vpPolicy defaults;
+    GArray *counts;
+    vpCapacity *cap; /* once run */
+};
+
+void
+vpCapacityJobFree(vpCapacityJob *job)
 {
-    guint64 generation = vpLedgerGeneration(ledger);
-    g_autofree char *inputs =
+    if (!job)
+        return;
+    g_free(job->inputs);
+    vpLedgerFree(job->ledger);
+    vpPolicyClear(&job->defaults);
+    if (job->counts)
+        g_array_unref(job->counts);
+    vpCapacityFree(job->cap);
+    g_free(job);
+}
+
+vpCapacityJob *
+vpCapacityCacheBegin(const vpCapacityCache *cache, const vpTopology *topo, const vpLedger *ledger,
+                     const vpPolicy *defaults, const char *shapes, GError **error)
+{
+    g_autoptr(vpCapacityJob) job = g_new0(vpCapacityJob, 1);
+
+    job->generation = vpLedgerGeneration(ledger);
+    job->inputs =
         g_strdup_printf("%s %s %s %s %s %s %s", shapes, vpSmtName(defaults->smt),
                         defaults->group ? defaults->group : "",
                         vpCoreschedName(defaults->coresched), vpLocalityName(defaults->locality),
                         vpEmulatorName(defaults->emulator), vpRebalanceName(defaults->rebalance));
-
-    if (cache->cap && cache->generation == generation && strcmp(cache->inputs, inputs) == 0)
-        return cache->cap;
-
-    g_autoptr(GArray) counts = vpCapacityParseVcpus(shapes, error);
-    vpCapacity *fresh = counts ? vpCapacityCompute(topo, ledger, defaults, counts, error) : NULL;
-
-    if (!fresh)
+    if (cache->cap && cache->generation == job->generation &&
+        strcmp(cache->inputs, job->inputs) == 0)
         return NULL;
+    if (!(job->counts = vpCapacityParseVcpus(shapes, error)) ||
+        !(job->ledger = vpLedgerCopy(ledger, topo, error)))
+        return NULL;
+    job->topo = topo;
+    vpPolicyCopy(&job->defaults, defaults);
+    return g_steal_pointer(&job);
+}
+
+gboolean
+vpCapacityJobRun(vpCapacityJob *job, GError **error)
+{
+    job->cap = vpCapacityCompute(job->topo, job->ledger, &job->defaults, job->counts, error);
+    return job->cap != NULL;
+}
+
+const vpCapacity *
+vpCapacityCacheFinish(vpCapacityCache *cache, vpCapacityJob *job)
+{
     vpCapacityFree(cache->cap);
-    cache->cap = fresh;
-    cache->generation = generation;
+    cache->cap = g_steal_pointer(&job->cap);
+    cache->generation = job->generation;
     g_free(cache->inputs);
-    cache->inputs = g_steal_pointer(&inputs);
+    cache->inputs = g_steal_pointer(&job->inputs);
     cache->computations++;
+    vpCapacityJobFree(job);
     return cache->cap;
+}
+
+const vpCapacity *
+vpCapacityCacheGet(vpCapacityCache *cache, const vpTopology *topo, const vpLedger *ledger,
+                   const vpPolicy *defaults, const char *shapes, GMutex *lock, GError **error)
+{
+    GError *local = NULL;
+    g_autoptr(vpCapacityJob) job =
+        vpCapacityCacheBegin(cache, topo, ledger, defaults, shapes, &local);
+    gboolean ran;
+
+    if (!job) {
+        if (!local)
+            return cache->cap;
+        g_propagate_error(error, local);
+        return NULL;
+    }
+    if (lock)
+        g_mutex_unlock(lock);
+    ran = vpCapacityJobRun(job, error);
+    if (lock)
+        g_mutex_lock(lock);
+    return ran ? vpCapacityCacheFinish(cache, g_steal_pointer(&job)) : NULL;
 }
 
 guint64
@@ -394,7 +456,7 @@ addCapacity(vpMetrics *m, const vpMetricsSources *src)
     g_autoptr(GError) err = NULL;
     const vpCapacity *cap =
         vpCapacityCacheGet(src->capacity ? src->capacity : once, topo, vpManagerLedger(src->mgr),
-                           vpManagerDefaults(src->mgr), shapes, &err);
+                           vpManagerDefaults(src->mgr), shapes, src->lock, &err);
 
     if (!cap) {
         g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_EVENT", "metrics", "MESSAGE",

@@ -54,10 +54,27 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpCapacityCache, vpCapacityCacheFree)
 /* The figures for topo, ledger (on topo), defaults and shapes ("1,2,4,8", [daemon]
  * capacity_vcpus), computed again only when the ledger's generation, the defaults or the
  * shapes differ from the last computation's. NULL with error when they cannot be computed
- * (the cache keeps what it had). */
+ * (the cache keeps what it had). lock (may be NULL), held by the caller, is let go while the
+ * placements run (vpCapacityJobRun()): a large host's capacity takes seconds, and every
+ * reserve of the hook waits for the state lock; the figures are then those of the ledger as
+ * it was when asked. */
 const vpCapacity *vpCapacityCacheGet(vpCapacityCache *cache, const vpTopology *topo,
                                      const vpLedger *ledger, const vpPolicy *defaults,
-                                     const char *shapes, GError **error);
+                                     const char *shapes, GMutex *lock, GError **error);
+
+/* vpCapacityCacheGet() in its three steps, decided under the lock, run outside it,
+ * committed under it. Begin copies what the computation needs (the ledger, the defaults,
+ * the counts); NULL without error when the cache's figures are current, NULL with error
+ * when the shapes are wrong. Run touches the job alone. Finish takes the job and keeps its
+ * figures, as those of the ledger's generation when it began. */
+typedef struct _vpCapacityJob vpCapacityJob;
+vpCapacityJob *vpCapacityCacheBegin(const vpCapacityCache *cache, const vpTopology *topo,
+                                    const vpLedger *ledger, const vpPolicy *defaults,
+                                    const char *shapes, GError **error);
+gboolean vpCapacityJobRun(vpCapacityJob *job, GError **error);
+const vpCapacity *vpCapacityCacheFinish(vpCapacityCache *cache, vpCapacityJob *job);
+void vpCapacityJobFree(vpCapacityJob *job);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpCapacityJob, vpCapacityJobFree)
 /* How many times vpCapacityCacheGet() computed the figures. */
 guint64 vpCapacityCacheComputations(const vpCapacityCache *cache);
 
@@ -73,6 +90,7 @@ typedef struct {
     vpServerStats socket;
     const guint *refusals;     /* VP_REFUSAL_LAST counters, or NULL: none counted */
     vpCapacityCache *capacity; /* NULL: computed afresh */
+    GMutex *lock;              /* the state lock the collector holds, or NULL */
 } vpMetricsSources;
 
 /* vcpuplaced's families: per vCPU, per domain, per CPU and the daemon's totals (caller

@@ -2,7 +2,8 @@
  * The Prometheus text writer of vcpuplaced: families grouped with one HELP and TYPE each
  * whatever order samples come in, label values and HELP text escaped, numbers written the
  * way the format reads them, and the textfile replaced whole; the capacity gauges computed
- * again only when the ledger, the defaults or the vCPU counts changed.
+ * again only when the ledger, the defaults or the vCPU counts changed, without the state
+ * lock.
  */
 #include "daemon/metrics.h"
 #include "checkmain.h"
@@ -136,7 +137,7 @@ START_TEST(test_capacity_cache)
     const vpCapacity *cap;
 
     vpPolicyInitDefaults(&defaults);
-#define GET(shapes) vpCapacityCacheGet(cache, topo, ledger, &defaults, shapes, &err)
+#define GET(shapes) vpCapacityCacheGet(cache, topo, ledger, &defaults, shapes, NULL, &err)
     cap = GET("1,2");
     ck_assert_msg(cap, "%s", err ? err->message : "");
     ck_assert_uint_eq(vpCapacityCacheComputations(cache), 1);
@@ -183,9 +184,73 @@ START_TEST(test_capacity_cache)
 
     /* A ledger made anew (a reload's copy) is another ledger, even when it holds the same. */
     copy = vpLedgerCopy(ledger, topo, NULL);
-    ck_assert_ptr_nonnull(vpCapacityCacheGet(cache, topo, copy, &defaults, "1,2,4", &err));
+    ck_assert_ptr_nonnull(vpCapacityCacheGet(cache, topo, copy, &defaults, "1,2,4", NULL, &err));
     ck_assert_uint_eq(vpCapacityCacheComputations(cache), 8);
 #undef GET
+    vpPolicyClear(&defaults);
+}
+END_TEST
+
+/* The hook's reserves during a scrape: each takes the state lock, as the socket thread does. */
+typedef struct {
+    GMutex *lock;
+    vpLedger *ledger;
+    int reserved;
+} vpBurst;
+
+static gpointer
+reserveBurst(gpointer data)
+{
+    vpBurst *b = data;
+
+    for (int cpu = 0; cpu < 3; cpu++) {
+        g_autofree char *name = g_strdup_printf("burst%d", cpu);
+        g_autoptr(vpPlan) plan = onCpu(name, cpu);
+
+        g_mutex_lock(b->lock);
+        b->reserved += vpLedgerAdd(b->ledger, plan, NULL);
+        g_mutex_unlock(b->lock);
+    }
+    return NULL;
+}
+
+/* A scrape's capacity placements run without the state lock: a burst of reserves made while
+ * they run, each taking that lock, is done before the scrape takes the lock back to keep its
+ * figures (were the lock held, the burst would never end and this test would hang). The
+ * figures are those of the ledger when the scrape asked; the next scrape finds the ledger
+ * changed, lets the lock go for its placements and holds it again when it returns. */
+START_TEST(test_capacity_off_lock)
+{
+    g_autoptr(vpTopology) topo = vpFixTopology(1, 1, 1, 4, 2);
+    g_autoptr(vpLedger) ledger = vpLedgerNew(topo);
+    g_autoptr(vpCapacityCache) cache = vpCapacityCacheNew();
+    g_autoptr(GError) err = NULL;
+    GMutex lock;
+    vpBurst burst = {&lock, ledger, 0};
+    vpCapacityJob *job;
+    GThread *thread;
+    vpPolicy defaults;
+
+    vpPolicyInitDefaults(&defaults);
+    g_mutex_init(&lock);
+    g_mutex_lock(&lock); /* as vcpuplaced's main thread holds it while it collects */
+    job = vpCapacityCacheBegin(cache, topo, ledger, &defaults, "1,2", &err);
+    ck_assert_msg(job, "%s", err ? err->message : "");
+    g_mutex_unlock(&lock);
+    thread = g_thread_new("reserves", reserveBurst, &burst);
+    ck_assert_msg(vpCapacityJobRun(job, &err), "%s", err ? err->message : "");
+    g_thread_join(thread);
+    g_mutex_lock(&lock);
+    ck_assert_int_eq(burst.reserved, 3);
+    ck_assert_uint_eq(isolateOnes(vpCapacityCacheFinish(cache, job)), 4);
+
+    ck_assert_uint_eq(
+        isolateOnes(vpCapacityCacheGet(cache, topo, ledger, &defaults, "1,2", &lock, &err)), 1);
+    ck_assert_uint_eq(vpCapacityCacheComputations(cache), 2);
+    ck_assert_ptr_null(vpCapacityCacheBegin(cache, topo, ledger, &defaults, "1,2", &err));
+    ck_assert_ptr_null(err);
+    g_mutex_unlock(&lock); /* fails (aborts) unless the scrape gave it back */
+    g_mutex_clear(&lock);
     vpPolicyClear(&defaults);
 }
 END_TEST
@@ -201,6 +266,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_values);
     tcase_add_test(tc, test_textfile);
     tcase_add_test(tc, test_capacity_cache);
+    tcase_add_test(tc, test_capacity_off_lock);
     suite_add_tcase(s, tc);
     return s;
 }
