@@ -574,6 +574,43 @@ START_TEST(test_guest_cells)
 }
 END_TEST
 
+/* numa:2 over 3 vCPUs: unequal cells (2 and 1), written, read back, and a first cell that
+ * leaves the second none refused. */
+START_TEST(test_guest_cells_unequal)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpPlan) plan = vpPlanNew("odd", 3);
+    g_autoptr(vpPlan) back = NULL;
+    g_autoptr(vpGuestCells) cells = NULL;
+    g_autoptr(GError) err = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *broken = NULL;
+
+    plan->policy.locality = VP_LOCALITY_SPLIT + 2;
+    plan->vcpu_pu[0] = 0;
+    plan->vcpu_pu[1] = 1;
+    plan->vcpu_pu[2] = 4;
+    cells = vpPlanGuestCells(plan, topo);
+    ck_assert_ptr_nonnull(cells);
+    ck_assert_uint_eq(cells->ncells, 2);
+    ck_assert_int_eq(hwloc_bitmap_weight(cells->cells[0].vcpus), 2);
+    ck_assert_int_eq(hwloc_bitmap_first(cells->cells[1].vcpus), 2);
+    ck_assert_uint_eq(cells->cells[1].node, 1);
+    text = toText(plan, topo);
+    ck_assert_msg(strstr(text, "{\"cell\":1,\"vcpus\":\"2\",\"numa\":1}"), "%s", text);
+    back = fromText(text, &err);
+    ck_assert_msg(back, "%s", err ? err->message : "");
+    {
+        g_auto(GStrv) parts = g_strsplit(text, "\"vcpus\":\"0-1\"", 2);
+
+        broken = g_strjoin("\"vcpus\":\"0-2\"", parts[0], parts[1], NULL);
+    }
+    ck_assert_ptr_null(fromText(broken, &err));
+    ck_assert_str_eq(err->message,
+                     "plan of domain 'odd': guest_cells[0].vcpus='0-2', expected '0'");
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -593,6 +630,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_format);
     tcase_add_test(tc, test_moves);
     tcase_add_test(tc, test_guest_cells);
+    tcase_add_test(tc, test_guest_cells_unequal);
     tcase_add_test(tc, test_memory_page_sizes);
     suite_add_tcase(s, tc);
     return s;

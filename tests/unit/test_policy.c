@@ -139,6 +139,27 @@ START_TEST(test_unknown_value_names_field_and_choices)
 }
 END_TEST
 
+/* numa:N cells: whole guest cores, the first cells one guest core larger where N does not
+ * divide them (libvirt's unequal <cell>s); none when there are fewer guest cores than cells. */
+START_TEST(test_cell_vcpus)
+{
+    static const struct {
+        unsigned nvcpus, threads, cells, sizes[4];
+    } cases[] = {
+        {4, 0, 2, {2, 2, 0, 0}},    {4, 1, 3, {2, 1, 1, 0}}, {26, 0, 2, {13, 13, 0, 0}},
+        {26, 2, 2, {14, 12, 0, 0}}, {8, 2, 3, {4, 2, 2, 0}}, {62, 2, 4, {16, 16, 16, 14}},
+        {6, 4, 3, {2, 2, 2, 0}},    {6, 2, 4, {0, 0, 0, 0}}, {3, 1, 4, {0, 0, 0, 0}},
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        for (unsigned k = 0; k < 4; k++)
+            ck_assert_msg(vpLocalityCellVcpus(cases[i].nvcpus, cases[i].threads, cases[i].cells,
+                                              k) == cases[i].sizes[k],
+                          "case %zu cell %u", i, k);
+    }
+}
+END_TEST
+
 START_TEST(test_unknown_attribute)
 {
     g_autoptr(GError) err = NULL;
@@ -204,6 +225,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_every_value_round_trips);
     tcase_add_test(tc, test_unknown_value_names_field_and_choices);
+    tcase_add_test(tc, test_cell_vcpus);
     tcase_add_test(tc, test_unknown_attribute);
     tcase_add_test(tc, test_group_names);
     tcase_add_test(tc, test_copy_is_deep);

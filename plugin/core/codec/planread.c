@@ -123,19 +123,20 @@ vpPlanReadGuestTopology(JsonObject *obj, vpPlan *plan, GError **error)
 }
 
 /* guest_cells is derived from the placement (vpPlanGuestCells): read for its shape only, N
- * cells of numa:N numbered in order whose vCPU lists split the vCPUs into equal blocks. */
+ * cells of numa:N numbered in order whose vCPU lists split the vCPUs into consecutive
+ * blocks, none empty. */
 static bool
 vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
 {
     static const char *const keys[] = {"cell", "vcpus", "numa", NULL};
     static const char *const legacy_keys[] = {"cell", "vcpus", "node", NULL};
     JsonNode *node = json_object_get_member(obj, "guest_cells");
-    unsigned n = vpLocalitySplit(plan->policy.locality);
+    unsigned n = vpLocalitySplit(plan->policy.locality), first = 0;
     JsonArray *arr;
 
     if (!node)
         return true;
-    if (!n || plan->nvcpus % n != 0 || !JSON_NODE_HOLDS_ARRAY(node) ||
+    if (!n || plan->nvcpus < n || !JSON_NODE_HOLDS_ARRAY(node) ||
         json_array_get_length(arr = json_node_get_array(node)) != n) {
         g_autofree char *shown = vpPlanShow(node);
 
@@ -154,6 +155,7 @@ vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
         JsonObject *cobj;
         const char *list, *numa;
         gint64 v;
+        int last;
 
         if (!JSON_NODE_HOLDS_OBJECT(elem)) {
             g_set_error(error, VP_ERROR, VP_ERROR_INVALID, "%s is not an object", where);
@@ -168,7 +170,15 @@ vpPlanCheckGuestCells(JsonObject *obj, const vpPlan *plan, GError **error)
             return false;
         if (!(set = vpCpuListParse(field, list, error)))
             return false;
-        hwloc_bitmap_set_range(want, k * (plan->nvcpus / n), (k + 1) * (plan->nvcpus / n) - 1);
+        /* the block after the previous cell's, as long as this cell's own list says, leaving
+         * a vCPU for each later cell (the last one takes the rest) */
+        last = hwloc_bitmap_last(set);
+        if (k + 1 == n)
+            last = (int)plan->nvcpus - 1;
+        else if (last < (int)first || last > (int)(plan->nvcpus - (n - k)))
+            last = (int)first;
+        hwloc_bitmap_set_range(want, (int)first, last);
+        first = (unsigned)last + 1;
         if (!hwloc_bitmap_isequal(set, want)) {
             g_autofree char *expect = vpCpuListFormat(want);
 

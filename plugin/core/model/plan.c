@@ -147,36 +147,37 @@ vpGuestCellsFree(vpGuestCells *cells)
 vpGuestCells *
 vpPlanGuestCells(const vpPlan *plan, const vpTopology *topo)
 {
-    unsigned n = vpLocalitySplit(plan->policy.locality), per;
+    unsigned n = vpLocalitySplit(plan->policy.locality);
     g_autoptr(vpGuestCells) cells = NULL;
     g_autoptr(vpBitmap) used = hwloc_bitmap_alloc();
+    vpGuestCell *cell = NULL;
 
-    if (!n || !topo || plan->nvcpus % n != 0)
+    if (!n || !topo || plan->degraded || plan->nvcpus < n)
         return NULL;
-    per = plan->nvcpus / n;
     cells = g_new0(vpGuestCells, 1);
     cells->cells = g_new0(vpGuestCell, n);
-    for (unsigned k = 0; k < n; k++) {
-        vpGuestCell *cell = &cells->cells[cells->ncells++];
-        int node = -1;
+    for (unsigned v = 0; v < plan->nvcpus; v++) {
+        int pu = plan->vcpu_pu[v] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[v]) : -1;
+        int c = pu >= 0 ? vpTopologyPU(topo, pu)->core : -1;
+        int g = c >= 0 ? vpTopologyCore(topo, c)->group[VP_LEVEL_NUMA] : -1;
+        unsigned os = g >= 0 ? vpTopologyGroup(topo, VP_LEVEL_NUMA, g)->os : 0;
 
-        cell->id = k;
-        cell->vcpus = hwloc_bitmap_alloc();
-        for (unsigned v = k * per; v < (k + 1) * per; v++) {
-            int pu = plan->vcpu_pu[v] >= 0 ? vpTopologyPUByOS(topo, plan->vcpu_pu[v]) : -1;
-            int c = pu >= 0 ? vpTopologyPU(topo, pu)->core : -1;
-            int g = c >= 0 ? vpTopologyCore(topo, c)->group[VP_LEVEL_NUMA] : -1;
-
-            if (g < 0 || (node >= 0 && g != node))
-                return NULL;
-            node = g;
-            hwloc_bitmap_set(cell->vcpus, v);
-        }
-        cell->node = vpTopologyGroup(topo, VP_LEVEL_NUMA, node)->os;
-        if (hwloc_bitmap_isset(used, cell->node))
+        if (g < 0)
             return NULL;
-        hwloc_bitmap_set(used, cell->node);
+        if (!cell || cell->node != os) {
+            /* a new block: on a node no earlier block took, and no more than n blocks */
+            if (cells->ncells == n || hwloc_bitmap_isset(used, os))
+                return NULL;
+            cell = &cells->cells[cells->ncells];
+            cell->id = cells->ncells++;
+            cell->node = os;
+            cell->vcpus = hwloc_bitmap_alloc();
+            hwloc_bitmap_set(used, os);
+        }
+        hwloc_bitmap_set(cell->vcpus, v);
     }
+    if (cells->ncells != n)
+        return NULL;
     return g_steal_pointer(&cells);
 }
 

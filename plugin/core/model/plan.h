@@ -111,7 +111,8 @@ void vpPlanAddMove(vpPlan *plan, const char *domain, unsigned vcpu, unsigned fro
 hwloc_bitmap_t vpPlanMemoryNodes(const vpPlan *plan, const vpTopology *topo);
 
 /* The guest NUMA cells that match a locality="numa:N" placement: cell k holds the k-th
- * equal block of vCPUs and lives on one host node, for <cpu><numa><cell id cpus> and
+ * block of vCPUs (blocks differ by at most one guest core, vpLocalityCellVcpus()) and lives
+ * on one host node, for <cpu><numa><cell id cpus> and
  * <numatune><memnode cellid nodeset>. Derived from the placement, never stored, so that a
  * move within a node keeps it true. */
 typedef struct {
@@ -127,8 +128,8 @@ typedef struct {
 
 void vpGuestCellsFree(vpGuestCells *cells);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpGuestCells, vpGuestCellsFree)
-/* The cells of a plan whose policy says numa:N and whose vCPUs sit as N equal blocks on N
- * distinct nodes; NULL otherwise (another locality, or relaxed by unmet=degrade). */
+/* The cells of a plan whose policy says numa:N and whose vCPUs sit as N consecutive blocks
+ * on N distinct nodes; NULL otherwise (another locality, or relaxed by unmet=degrade). */
 vpGuestCells *vpPlanGuestCells(const vpPlan *plan, const vpTopology *topo);
 
 /* JSON object in the stable format of golden files and `vcpuplace plan --json`, and back

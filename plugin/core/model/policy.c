@@ -149,6 +149,17 @@ vpLocalitySplit(vpLocality v)
                : 0;
 }
 
+unsigned
+vpLocalityCellVcpus(unsigned nvcpus, unsigned threads, unsigned cells, unsigned k)
+{
+    unsigned t = threads > 1 && nvcpus % threads == 0 ? threads : 1;
+    unsigned cores = nvcpus / t;
+
+    if (cells == 0 || cores < cells || k >= cells)
+        return 0;
+    return t * (cores / cells + (k < cores % cells));
+}
+
 const char *
 vpLocalityName(vpLocality v)
 {

@@ -88,6 +88,11 @@ const char *vpCoreschedName(vpCoresched v);
 const char *vpLocalityName(vpLocality v);
 /* N of locality="numa:N", 0 for any other locality. */
 unsigned vpLocalitySplit(vpLocality v);
+/* vCPUs of guest cell k when nvcpus are split into `cells` cells of whole guest cores of
+ * `threads` threads (1 when threads does not divide nvcpus): the first cells one guest core
+ * larger where the cores do not divide evenly, as libvirt allows unequal <cell>s; 0 when
+ * there are fewer guest cores than cells, or k is no cell. */
+unsigned vpLocalityCellVcpus(unsigned nvcpus, unsigned threads, unsigned cells, unsigned k);
 const char *vpEmulatorName(vpEmulator v);
 const char *vpRebalanceName(vpRebalance v);
 const char *vpUnmetName(vpUnmet v);

@@ -1,9 +1,9 @@
 /*
  * The placer's private header: the snapshot, pick and part types, and what each of its
  * files offers the others (placer.c has the outline and includes the rest through here).
- * Calls run one way: placer.c -> numafit.c -> corepick.c -> refusal.c -> snapshot.c, and
- * emulator.c beside numafit.c, shared.c beside it (placer.c -> shared.c). Nothing outside
- * plugin/core/place includes this.
+ * Calls run one way: placer.c -> numafit.c -> search.c -> corepick.c -> snapshot.c, search.c
+ * -> refusal.c -> snapshot.c, and emulator.c beside numafit.c, shared.c beside it (placer.c
+ * -> shared.c). Nothing outside plugin/core/place includes this.
  */
 #pragma once
 
@@ -20,7 +20,7 @@ typedef enum {
     TIER_SPREAD_OWN,   /* ... then the VM's own siblings */
     TIER_SPREAD_GROUP, /* ... then siblings of domains that share its cookie */
     TIER_SPREAD_ANY,   /* ... then any free sibling (no free core left anywhere) */
-    TIER_SHARE,        /* fill cores of the group / of share VMs, then whole free cores */
+    TIER_SHARE,        /* its group's cores, whole free cores, then share VMs' cores */
     TIER_SHARE_ANY,    /* ... then any free PU */
 } vpTier;
 
@@ -141,12 +141,20 @@ const vpGroup *vpPlacerMemTarget(const vpCtx *ctx, const vpPart *part, int g);
  * memory ask per node of a spanning part (ctx->room), else no limit. */
 int vpPlacerNodeRoom(const vpCtx *ctx, const vpPick *pick, int pu);
 
-/* corepick.c: which cores a policy takes, tier by tier and level by level. */
+/* search.c: which group of which level takes a VM, tier by tier. */
+/* The best pick of n PUs for smt at the locality's levels, the policy's tiers in order
+ * (numa:N: one cell per node; a group of several nodes: balanced shares); false when no
+ * group of any level holds it. */
+bool vpPlacerSearch(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best);
+
+/* corepick.c: which cores a policy takes inside one group, tier by tier. */
 void vpPlacerPickInit(vpPick *pick, unsigned n);
 void vpPlacerPickClear(vpPick *pick);
-/* The best pick of n PUs for smt at the locality's levels, the policy's tiers in order
- * (numa:N: one block per node); false when no group of any level holds it. */
-bool vpPlacerSearch(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n, vpChoice *best);
+/* Empties pick for a new try, its storage kept. */
+void vpPlacerPickReset(vpPick *pick);
+/* Up to n PUs of group g for smt at tier, into pick (pick->n short when g lacks them). */
+void vpPlacerPickInGroup(const vpCtx *ctx, const vpGroup *g, vpSmt smt, vpTier tier, int n,
+                         vpPick *pick);
 /* smt=share with no free PU left: free PUs first, then PUs only share domains hold, by
  * fewest holders; false when even that leaves n short. */
 bool vpPlacerPickOvercommit(const vpCtx *ctx, int n, vpChoice *choice);
@@ -154,8 +162,8 @@ bool vpPlacerPickOvercommit(const vpCtx *ctx, int n, vpChoice *choice);
 /* refusal.c: the figures a refusal gives an operator (each returned string: caller frees). */
 /* "L3 group", "NUMA node", "package", "cluster" or "host". */
 const char *vpPlacerLevelPhrase(vpLevel level);
-/* Why locality=numa:nodes cannot be asked of this host at all, or NULL: nodes must divide
- * the n vCPUs and the host must have that many nodes. */
+/* Why locality=numa:nodes cannot be asked of this host at all, or NULL: the n vCPUs must
+ * make at least `nodes` guest cores and the host must have that many nodes. */
 char *vpPlacerSplitImpossible(const vpCtx *ctx, unsigned nodes, int n);
 /* What n vCPUs of smt needed at the locality and what the best group of each level had. */
 char *vpPlacerRefusalText(const vpCtx *ctx, vpSmt smt, vpLocality locality, int n);

@@ -72,10 +72,10 @@ vpPlacerSplitImpossible(const vpCtx *ctx, unsigned nodes, int n)
 {
     int have = vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA);
 
-    if (n % (int)nodes != 0)
-        return g_strdup_printf("locality=numa:%u splits the VM into %u equal groups, but %u "
-                               "does not divide its %d %s",
-                               nodes, nodes, nodes, n, vcpus(n));
+    if (!vpLocalityCellVcpus(n, ctx->req->threads, nodes, 0))
+        return g_strdup_printf("locality=numa:%u splits the VM into %u cells of whole guest "
+                               "cores, but its %d %s make fewer guest cores",
+                               nodes, nodes, n, vcpus(n));
     if (have < (int)nodes)
         return g_strdup_printf("locality=numa:%u needs %u NUMA nodes; the host has %d", nodes,
                                nodes, have);
@@ -86,10 +86,15 @@ static char *
 splitRefusal(const vpCtx *ctx, vpSmt smt, unsigned nodes, int n)
 {
     g_autoptr(GString) s = g_string_new(NULL);
-    int per = n / (int)nodes;
+    int big = (int)vpLocalityCellVcpus(n, ctx->req->threads, nodes, 0);
+    int small = (int)vpLocalityCellVcpus(n, ctx->req->threads, nodes, nodes - 1);
 
-    g_string_printf(s, "%d %s with smt=%s and locality=numa:%u %s %u NUMA nodes with %d %s each", n,
-                    vcpus(n), vpSmtName(smt), nodes, need(n), nodes, per, roomUnit(smt, per));
+    g_string_printf(s, "%d %s with smt=%s and locality=numa:%u %s %u NUMA nodes with ", n, vcpus(n),
+                    vpSmtName(smt), nodes, need(n), nodes);
+    if (big == small)
+        g_string_append_printf(s, "%d %s each", big, roomUnit(smt, big));
+    else
+        g_string_append_printf(s, "%d or %d %s each", big, small, roomUnit(smt, small));
     for (int i = 0; i < vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA); i++) {
         const vpGroup *g = vpTopologyGroup(ctx->topo, VP_LEVEL_NUMA, i);
 
