@@ -15,6 +15,7 @@ struct _vpActuator {
     GMutex *lock;
     vpManager *mgr;
     vpVirConn *vc;
+    GBytes *key; /* signs the applied-pins records */
     void (*resync)(const char *name, gpointer data);
     gpointer resync_data;
     void (*unlocked)(gpointer data);
@@ -22,9 +23,10 @@ struct _vpActuator {
 };
 
 vpActuator *
-vpActuatorNew(GMutex *lock, vpManager *mgr, vpVirConn *vc)
+vpActuatorNew(GMutex *lock, vpManager *mgr, vpVirConn *vc, GBytes *key)
 {
     vpActuator *a = g_new0(vpActuator, 1);
+    a->key = key;
     a->lock = lock;
     a->mgr = mgr;
     a->vc = vc;
@@ -74,10 +76,10 @@ relock(vpActuator *a)
 /* State lock let go. Without the record a restore or an incoming migration keeps these
  * pins as the domain's own: worth a line, not a failure. */
 static void
-recordApplied(virDomainPtr dom, const vpPlan *plan, unsigned flags)
+recordApplied(virDomainPtr dom, const vpPlan *plan, GBytes *key, unsigned flags)
 {
     g_autoptr(GError) err = NULL;
-    if (!vpVirAppliedRecord(dom, plan, flags, &err))
+    if (!vpVirAppliedRecord(dom, plan, key, flags, &err))
         vpLogDomain(G_LOG_LEVEL_WARNING, virDomainGetName(dom),
                     "%s; a restore or an incoming migration will keep these pins as its own",
                     err->message);
@@ -85,7 +87,7 @@ recordApplied(virDomainPtr dom, const vpPlan *plan, unsigned flags)
 
 /* State lock let go: apply, read back, compare, record. NULL when libvirt shows plan. */
 static char *
-pinUnlocked(virDomainPtr dom, const vpPlan *plan, unsigned flags)
+pinUnlocked(virDomainPtr dom, const vpPlan *plan, GBytes *key, unsigned flags)
 {
     g_autoptr(GError) err = NULL;
     if (!vpVirPinsApply(dom, plan, flags, &err))
@@ -96,7 +98,7 @@ pinUnlocked(virDomainPtr dom, const vpPlan *plan, unsigned flags)
     g_autofree char *diff = vpLivePinsDiff(live, plan);
     if (diff)
         return g_strdup_printf("domain %s: libvirt shows %s", virDomainGetName(dom), diff);
-    recordApplied(dom, plan, flags);
+    recordApplied(dom, plan, key, flags);
     return NULL;
 }
 
@@ -106,7 +108,7 @@ vpActuatorPin(vpActuator *a, virDomainPtr dom, const vpPlan *want)
     g_autoptr(vpPlan) plan = vpPlanCopy(want);
     unsigned flags = vpVirConnLiveFlags(a->vc);
     unlock(a);
-    char *problem = pinUnlocked(dom, plan, flags);
+    char *problem = pinUnlocked(dom, plan, a->key, flags);
     relock(a);
     if (problem)
         vpVirConnCheck(a->vc);
@@ -169,7 +171,7 @@ collectMoved(vpActuator *a, GPtrArray *moves, GError **error)
 /* State lock let go: pins each domain to plan new (or old, back), stopping at the first
  * that libvirt does not take. */
 static char *
-pinAllUnlocked(virConnectPtr conn, GPtrArray *moved, gboolean back, unsigned flags)
+pinAllUnlocked(virConnectPtr conn, GPtrArray *moved, gboolean back, GBytes *key, unsigned flags)
 {
     char *first = NULL;
     for (guint i = 0; i < moved->len; i++) {
@@ -186,7 +188,7 @@ pinAllUnlocked(virConnectPtr conn, GPtrArray *moved, gboolean back, unsigned fla
             continue;
         }
         m->touched = TRUE;
-        char *problem = pinUnlocked(m->dom, back ? m->old : m->new, flags);
+        char *problem = pinUnlocked(m->dom, back ? m->old : m->new, key, flags);
         if (problem && !back)
             return problem;
         if (problem && !first)
@@ -270,8 +272,8 @@ vpActuatorMove(vpActuator *a, GPtrArray *moves, GError **error)
     }
     unsigned flags = vpVirConnLiveFlags(a->vc);
     unlock(a);
-    g_autofree char *problem = pinAllUnlocked(conn, moved, FALSE, flags);
-    g_autofree char *back = problem ? pinAllUnlocked(conn, moved, TRUE, flags) : NULL;
+    g_autofree char *problem = pinAllUnlocked(conn, moved, FALSE, a->key, flags);
+    g_autofree char *back = problem ? pinAllUnlocked(conn, moved, TRUE, a->key, flags) : NULL;
     relock(a);
     if (!problem)
         return TRUE;

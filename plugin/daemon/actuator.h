@@ -17,8 +17,8 @@
 
 typedef struct _vpActuator vpActuator;
 
-/* lock: the state lock, held by the caller; mgr and vc are borrowed. */
-vpActuator *vpActuatorNew(GMutex *lock, vpManager *mgr, vpVirConn *vc);
+/* lock: the state lock, held by the caller; mgr, vc and key (appliedkey.h) are borrowed. */
+vpActuator *vpActuatorNew(GMutex *lock, vpManager *mgr, vpVirConn *vc, GBytes *key);
 void vpActuatorFree(vpActuator *a);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpActuator, vpActuatorFree)
 

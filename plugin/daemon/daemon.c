@@ -3,6 +3,7 @@
  * scheme: daemon.h). The reconcile queue is in sync.c, the socket operations in ops.c,
  * pinning in actuator.c.
  */
+#include "daemon/appliedkey.h"
 #include "daemon/internal.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -255,6 +256,9 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     g_autoptr(vpManager) mgr = vpManagerNew(topo, &cfg->defaults, cfg->state, error);
     if (!mgr)
         return NULL;
+    g_autoptr(GBytes) key = vpAppliedKeyLoad(cfg->state, error);
+    if (!key)
+        return NULL;
 
     if (pollLock) {
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "a daemon already runs in this process");
@@ -269,6 +273,7 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     d->handoffs = g_ptr_array_new_with_free_func((GDestroyNotify)g_source_unref);
     d->cfg = g_steal_pointer(&owned);
     d->mgr = g_steal_pointer(&mgr);
+    d->applied_key = g_steal_pointer(&key);
     d->pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->attempts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->timers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -285,7 +290,7 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     vpVirInit();
     d->vc = vpVirConnNew(d->cfg->uri, &vpSyncCallbacks, d);
     vpVirConnSetLock(d->vc, &d->lock);
-    d->act = vpActuatorNew(&d->lock, d->mgr, d->vc);
+    d->act = vpActuatorNew(&d->lock, d->mgr, d->vc, d->applied_key);
     vpActuatorSetResyncFunc(d->act, resync, d);
     d->admission = vpAdmissionNew(&d->lock, d->mgr, d->act, admissionHandoff, d);
     vpAdmissionSetConfig(d->admission, &d->cfg->admission, admissionWaitMs(d->cfg));
@@ -324,6 +329,7 @@ vpDaemonFree(vpDaemon *d)
     g_mutex_unlock(&d->handoff_lock);
     vpAdmissionFree(d->admission);
     vpActuatorFree(d->act);
+    g_clear_pointer(&d->applied_key, g_bytes_unref);
     vpVirConnFree(d->vc);
     vpSyncStop(d);
     if (d->save_id)

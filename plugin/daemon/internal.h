@@ -28,6 +28,7 @@ struct _vpDaemon {
     vpServer *srv;
     vpVirConn *vc;
     vpActuator *act;
+    GBytes *applied_key; /* signs and checks the applied-pins records (appliedkey.h) */
     vpAdmission *admission;
     GHashTable *pending;  /* name -> VP_SYNC_* flags */
     GHashTable *attempts; /* name -> failed apply attempts so far */

@@ -188,7 +188,7 @@ opRewrite(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     JsonNode *reply = NULL;
     if (!getDomainXML(d, req, &name, &xml, &reply, error))
         return reply;
-    g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), error);
+    g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), d->applied_key, error);
     if (!out && *error)
         return NULL;
     JsonObject *o;

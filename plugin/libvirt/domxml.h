@@ -39,12 +39,15 @@ char *vpDomXMLFormatPolicy(const vpPolicy *policy);
  * <cputune> then holds pins that were vcpuplace's, not the domain's own. */
 #define VP_APPLIED_NS "http://vcpuplace.org/xmlns/applied/1.0"
 #define VP_APPLIED_KEY "vcpuplace-applied"
-/* <applied vcpus="2,3,-" emulator="4-5"/> ("-": a vCPU left unpinned), in no namespace,
- * for virDomainSetMetadata. */
-char *vpDomXMLFormatApplied(const vpPlan *plan);
+/* <applied vcpus="2,3,-" emulator="4-5" sig="..."/> ("-": a vCPU left unpinned), in no
+ * namespace, for virDomainSetMetadata. sig is an HMAC-SHA256 with key (vcpuplaced's, which
+ * only it reads) of the plan's domain name, vcpus and emulator: the tenant writes the
+ * domain's metadata too, and a record it forged would strip the domain's own pins. */
+char *vpDomXMLFormatApplied(const vpPlan *plan, GBytes *key);
 /* For `restore begin` and `migrate begin`: when every pin in the XML's <cputune> is one its
- * applied record names, the XML without those pins and without the record, so that the
- * domain is placed anew where it starts. NULL without an error when there is nothing to
- * take out, or when the pins were changed since vcpuplace applied them (they are then the
- * domain's own). */
-char *vpDomXMLStripApplied(const char *xml, gsize len, GError **error);
+ * applied record names, and key signed that record for this domain's name, the XML
+ * without those pins and without the record, so that the domain is placed anew where it
+ * starts. NULL without an error when there is nothing to take out, when the pins were
+ * changed since vcpuplace applied them, or when the record is not signed with key (they
+ * are then the domain's own). */
+char *vpDomXMLStripApplied(const char *xml, gsize len, GBytes *key, GError **error);

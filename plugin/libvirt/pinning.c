@@ -155,9 +155,10 @@ vpVirPinsApply(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError **er
 }
 
 gboolean
-vpVirAppliedRecord(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError **error)
+vpVirAppliedRecord(virDomainPtr dom, const vpPlan *plan, GBytes *key, unsigned flags,
+                   GError **error)
 {
-    g_autofree char *xml = vpDomXMLFormatApplied(plan);
+    g_autofree char *xml = vpDomXMLFormatApplied(plan, key);
 
     if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml, VP_APPLIED_KEY, VP_APPLIED_NS,
                              flags) < 0) {

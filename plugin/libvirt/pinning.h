@@ -19,7 +19,8 @@ gboolean vpVirPinsApply(virDomainPtr dom, const vpPlan *plan, unsigned flags, GE
 /* Records plan in the running domain's live metadata (domxml.h: VP_APPLIED_NS), so that a
  * restore or an incoming migration can tell vcpuplace's pins from the domain's own.
  * flags as vpVirPinsApply's. */
-gboolean vpVirAppliedRecord(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError **error);
+gboolean vpVirAppliedRecord(virDomainPtr dom, const vpPlan *plan, GBytes *key, unsigned flags,
+                            GError **error);
 
 /* The domain's live XML (caller frees). */
 char *vpVirDomainXML(virDomainPtr dom, GError **error);

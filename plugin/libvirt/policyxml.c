@@ -135,8 +135,30 @@ vpDomXMLFormatPolicy(const vpPolicy *policy)
     return ret;
 }
 
+/* HMAC-SHA256 of what a record says, for the domain it names: a tenant can write an
+ * <applied> element in its own metadata, but not this without the key. */
+static char *
+appliedSignature(GBytes *key, const char *name, const char *vcpus, const char *emulator)
+{
+    g_autofree char *said = g_strdup_printf("%s\n%s\n%s", name, vcpus, emulator ? emulator : "");
+    gsize klen = 0;
+    const guchar *k = g_bytes_get_data(key, &klen);
+    return g_compute_hmac_for_string(G_CHECKSUM_SHA256, k, klen, said, -1);
+}
+
+/* A comparison whose time does not tell how much of a forged signature is right. */
+static gboolean
+signatureEqual(const char *a, const char *b)
+{
+    gsize n = strlen(a);
+    guchar diff = n != strlen(b);
+    for (gsize i = 0; i < n && i < strlen(b); i++)
+        diff |= (guchar)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
 char *
-vpDomXMLFormatApplied(const vpPlan *plan)
+vpDomXMLFormatApplied(const vpPlan *plan, GBytes *key)
 {
     g_autoptr(xmlDoc) doc = xmlNewDoc((const xmlChar *)"1.0");
     xmlNodePtr node = xmlNewDocNode(doc, NULL, (const xmlChar *)"applied", NULL);
@@ -154,11 +176,13 @@ vpDomXMLFormatApplied(const vpPlan *plan)
             g_string_append_printf(vcpus, "%d", plan->vcpu_pu[i]);
     }
     xmlSetProp(node, (const xmlChar *)"vcpus", (const xmlChar *)vcpus->str);
+    g_autofree char *list = NULL;
     if (plan->emulator && !hwloc_bitmap_iszero(plan->emulator)) {
-        g_autofree char *list = vpCpuListFormat(plan->emulator);
-
+        list = vpCpuListFormat(plan->emulator);
         xmlSetProp(node, (const xmlChar *)"emulator", (const xmlChar *)list);
     }
+    g_autofree char *sig = appliedSignature(key, plan->domain, vcpus->str, list);
+    xmlSetProp(node, (const xmlChar *)"sig", (const xmlChar *)sig);
     xmlNodeDump(buf, doc, node, 0, 0);
     ret = g_strdup((const char *)xmlBufferContent(buf));
     xmlBufferFree(buf);
@@ -233,6 +257,29 @@ vpDomXMLParseApplied(xmlNodePtr node, vpApplied *a, GError **error)
     return TRUE;
 }
 
+/* Whether record is one vcpuplaced wrote for the domain named in root. */
+static gboolean
+vpDomXMLAppliedSigned(xmlNodePtr root, xmlNodePtr record, GBytes *key)
+{
+    g_autofree char *vcpus = vpDomXMLAttr(record, "vcpus");
+    g_autofree char *emulator = vpDomXMLAttr(record, "emulator");
+    g_autofree char *sig = vpDomXMLAttr(record, "sig");
+    g_autofree char *name = NULL;
+    xmlNodePtr node;
+
+    for (node = root->children; node && !vpDomXMLIs(node, "name"); node = node->next)
+        ;
+    if (node) {
+        xmlChar *text = xmlNodeGetContent(node);
+        name = g_strdup((const char *)text);
+        xmlFree(text);
+    }
+    if (!sig || !name || !vcpus)
+        return FALSE;
+    g_autofree char *want = appliedSignature(key, name, vcpus, emulator);
+    return signatureEqual(sig, want);
+}
+
 /* Whether a <cputune> pin is one the record names; FALSE on anything else. */
 static gboolean
 vpDomXMLPinApplied(xmlNodePtr pin, const vpApplied *a)
@@ -261,7 +308,7 @@ vpDomXMLIsPin(const xmlNode *node)
 }
 
 char *
-vpDomXMLStripApplied(const char *xml, gsize len, GError **error)
+vpDomXMLStripApplied(const char *xml, gsize len, GBytes *key, GError **error)
 {
     g_autoptr(xmlDoc) doc = vpDomXMLRead("domain XML", xml, len, error);
     g_auto(vpApplied) applied = {NULL, NULL};
@@ -280,7 +327,7 @@ vpDomXMLStripApplied(const char *xml, gsize len, GError **error)
     if (!(record = vpDomXMLFindApplied(root)))
         return NULL;
     if (!vpDomXMLParseApplied(record, &applied, error) ||
-        !vpDomXMLChild(root, "cputune", &tune, error))
+        !vpDomXMLChild(root, "cputune", &tune, error) || !vpDomXMLAppliedSigned(root, record, key))
         return NULL;
     for (node = tune ? tune->children : NULL; node; node = node->next) {
         if (vpDomXMLIsPin(node) && !vpDomXMLPinApplied(node, &applied))

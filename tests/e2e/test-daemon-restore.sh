@@ -53,3 +53,24 @@ vpd_check_disjoint
 grep -q "domain vpe2e-d-rs-saved: the pins vcpuplace applied where it ran before are taken out" \
     "$vpd_log" || e2e_fail "vcpuplaced did not rewrite the restored guest's XML"
 e2e_pass "the hook's restore begin had vcpuplaced take the old pins out"
+
+# --- a record the tenant forged ----------------------------------------------------------
+# A guest with its own pins (Nova's) and, in its metadata, an <applied> record naming just
+# those pins, written by hand: vcpuplace's key did not sign it, so the restore keeps them.
+for g in "${fill[@]:1}" vpe2e-d-rs-taker vpe2e-d-rs-saved; do virsh -q destroy "$g" >/dev/null; done
+own=${online%%,*}
+e2e_guests+=(vpe2e-d-rs-forged)
+"$e2e_top/scripts/guest-xml" vpe2e-d-rs-forged --pin "0=$own" --emulatorpin "$own" |
+    sed "s|</domain>|<metadata><a:applied xmlns:a='http://vcpuplace.org/xmlns/applied/1.0' vcpus='$own' emulator='$own'/></metadata></domain>|" \
+        >"$e2e_tmp/forged.xml"
+virsh -q create "$e2e_tmp/forged.xml" >/dev/null
+virsh -q save vpe2e-d-rs-forged "$e2e_tmp/forged.img" >/dev/null
+virsh -q restore "$e2e_tmp/forged.img" >/dev/null
+e2e_expect_match "forged record: the restored guest keeps its own vCPU pin" \
+    "vcpupin vcpu='0' cpuset='$own'" "$(virsh dumpxml vpe2e-d-rs-forged)"
+e2e_expect_match "forged record: and its own emulator pin" \
+    "emulatorpin cpuset='$own'" "$(virsh dumpxml vpe2e-d-rs-forged)"
+if grep -q "domain vpe2e-d-rs-forged: the pins vcpuplace applied where it ran before are taken out" "$vpd_log"; then
+    e2e_fail "vcpuplaced took out pins on a record it did not write"
+fi
+e2e_pass "a forged applied record strips no pins"

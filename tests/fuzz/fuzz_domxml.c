@@ -26,10 +26,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         topo = vpHwtopoLoad(VP_FUZZ_TOPOLOGY, NULL, NULL, NULL);
     vpPolicyInitDefaults(&defaults);
     req = vpDomXMLParse((const char *)data, size, &defaults, NULL);
-    g_autofree char *rewritten = vpDomXMLStripApplied((const char *)data, size, NULL);
+    /* A fixed key: a record signed with it reaches the
+     * rewrite, any other is refused as forged. */
+    g_autoptr(GBytes) key = g_bytes_new_static("vcpuplace fuzz key, 32 bytes....", 32);
+    g_autofree char *rewritten = vpDomXMLStripApplied((const char *)data, size, key, NULL);
     if (rewritten) {
         g_autoptr(vpRequest) again = vpDomXMLParse(rewritten, strlen(rewritten), &defaults, NULL);
-        g_autofree char *twice = vpDomXMLStripApplied(rewritten, strlen(rewritten), NULL);
+        g_autofree char *twice = vpDomXMLStripApplied(rewritten, strlen(rewritten), key, NULL);
 
         /* The record went with the pins: nothing is left to take out, and what parsed
          * before parses still, without pins. */

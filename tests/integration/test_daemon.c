@@ -12,6 +12,7 @@
 
 #include "core/model/ledger.h"
 #include "host/ledgerfile.h"
+#include "daemon/appliedkey.h"
 #include "daemon/daemon.h"
 #include "proto/proto.h"
 #include "libvirt/domxml.h"
@@ -199,7 +200,10 @@ START_TEST(test_hook_reserve_then_start)
     g_autofree char *record =
         virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, VP_APPLIED_NS, 0);
     ck_assert_msg(record, "no applied record: %s", virGetLastErrorMessage());
-    g_autofree char *want = vpDomXMLFormatApplied(vpManagerPlan(m, "web"));
+    g_autofree char *state = g_build_filename(tmpdir, "state", "ledger.json", NULL);
+    g_autoptr(GBytes) key = vpAppliedKeyLoad(state, NULL);
+    ck_assert_ptr_nonnull(key);
+    g_autofree char *want = vpDomXMLFormatApplied(vpManagerPlan(m, "web"), key);
     ck_assert_msg(strstr(record, "vcpus=") && strstr(want, "vcpus="), "%s / %s", record, want);
     ck_assert_str_eq(strstr(record, "vcpus="), strstr(want, "vcpus="));
     g_autofree char *live = virDomainGetXMLDesc(dom, 0);
@@ -211,6 +215,20 @@ START_TEST(test_hook_reserve_then_start)
     g_autoptr(GError) perr = NULL;
     g_autoptr(vpRequest) req = vpDomXMLParse(restored, strlen(restored), NULL, &perr);
     ck_assert_msg(req && !req->has_pins, "%s", perr ? perr->message : "pins left");
+
+    /* The key is vcpuplaced's alone; a record a tenant wrote into the metadata with the
+     * same pins but without it (here: its signature zeroed) strips nothing. */
+    g_autofree char *keyfile = g_build_filename(tmpdir, "state", "applied.key", NULL);
+    GStatBuf st;
+    ck_assert_int_eq(g_stat(keyfile, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    g_autofree char *forged = g_strdup(live);
+    char *sig = strstr(forged, "sig=");
+    ck_assert_ptr_nonnull(sig);
+    memset(sig + 5, '0', 64);
+    g_autofree char *kept = NULL;
+    ck_assert_int_eq(run(restore, forged, &kept, NULL), 0);
+    ck_assert_str_eq(kept, "");
 
     ck_assert_int_eq(virDomainDestroy(dom), 0);
     ck_assert_int_eq(hook("web", "stopped", "end", xml, NULL), 0);

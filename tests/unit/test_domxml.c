@@ -796,6 +796,32 @@ liveXML(const char *pins, const char *record)
 #define APPLIED_RECORD(attrs)                                                                      \
     "<vcpuplace-applied:applied xmlns:vcpuplace-applied='" VP_APPLIED_NS "' " attrs "/>"
 
+/* The daemon's key, as far as these tests are concerned. */
+static GBytes *
+testKey(void)
+{
+    return g_bytes_new_static("0123456789abcdef0123456789abcdef", 32);
+}
+
+/* The record vcpuplaced writes for domain name, in the applied namespace, signed with key. */
+static char *
+signedRecord(GBytes *key, const char *name, const char *vcpus, const char *emulator)
+{
+    g_auto(GStrv) cpus = g_strsplit(vcpus, ",", -1);
+    g_autoptr(vpPlan) plan = vpPlanNew(name, g_strv_length(cpus));
+    for (guint i = 0; cpus[i]; i++)
+        plan->vcpu_pu[i] = strcmp(cpus[i], "-") == 0 ? -1 : atoi(cpus[i]);
+    if (emulator)
+        hwloc_bitmap_list_sscanf(plan->emulator, emulator);
+    g_autofree char *record = vpDomXMLFormatApplied(plan, key);
+    const char *sig = strstr(record, "sig=\"");
+    ck_assert_ptr_nonnull(sig);
+    return g_strdup_printf("<vcpuplace-applied:applied xmlns:vcpuplace-applied='" VP_APPLIED_NS
+                           "' vcpus='%s'%s%s%s %.70s/>",
+                           vcpus, emulator ? " emulator='" : "", emulator ? emulator : "",
+                           emulator ? "'" : "", sig);
+}
+
 START_TEST(test_applied_record_round_trip)
 {
     g_autoptr(vpPlan) plan = vpPlanNew("web", 3);
@@ -805,15 +831,20 @@ START_TEST(test_applied_record_round_trip)
     plan->vcpu_pu[1] = 3;
     plan->vcpu_pu[2] = 11;
     hwloc_bitmap_set_range(plan->emulator, 0, 1);
-    g_autofree char *record = vpDomXMLFormatApplied(plan);
-    ck_assert_str_eq(record, "<applied vcpus=\"2,3,11\" emulator=\"0-1\"/>");
+    g_autoptr(GBytes) key = testKey();
+    g_autofree char *record = vpDomXMLFormatApplied(plan, key);
+    ck_assert_msg(g_str_has_prefix(record, "<applied vcpus=\"2,3,11\" emulator=\"0-1\" sig=\"") &&
+                      strlen(record) ==
+                          strlen("<applied vcpus=\"2,3,11\" emulator=\"0-1\" sig=\"\"/>") + 64,
+                  "%s", record);
+    g_autofree char *signed_record = signedRecord(key, "web", "2,3,11", "0-1");
 
     /* What a saved image brings back: the pins vcpuplace applied, its record, and the rest. */
     g_autofree char *xml = liveXML("<vcpupin vcpu='0' cpuset='2'/><vcpupin vcpu='1' cpuset='3'/>"
                                    "<vcpupin vcpu='2' cpuset='11'/><emulatorpin cpuset='0-1'/>"
                                    "<iothreadpin iothread='1' cpuset='0,1'/>",
-                                   APPLIED_RECORD("vcpus='2,3,11' emulator='0-1'"));
-    g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), &err);
+                                   signed_record);
+    g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), key, &err);
     ck_assert_msg(out, "%s", err ? err->message : "no rewrite");
     ck_assert_ptr_null(strstr(out, "pin"));
     ck_assert_ptr_null(strstr(out, VP_APPLIED_NS));
@@ -827,11 +858,12 @@ START_TEST(test_applied_record_round_trip)
     ck_assert_uint_eq(req->vcpus, 3);
 
     /* Only pins left: <cputune> goes with them. */
+    g_autofree char *bare_record = signedRecord(key, "a", "5", NULL);
     g_autofree char *bare =
         g_strdup_printf("<domain type='kvm'><name>a</name><vcpu>1</vcpu><cputune><vcpupin vcpu='0' "
                         "cpuset='5'/></cputune><metadata>%s</metadata></domain>",
-                        APPLIED_RECORD("vcpus='5'"));
-    g_autofree char *bare_out = vpDomXMLStripApplied(bare, strlen(bare), &err);
+                        bare_record);
+    g_autofree char *bare_out = vpDomXMLStripApplied(bare, strlen(bare), key, &err);
     ck_assert_msg(bare_out, "%s", err ? err->message : "no rewrite");
     ck_assert_ptr_null(strstr(bare_out, "cputune"));
 }
@@ -851,14 +883,52 @@ START_TEST(test_applied_record_kept)
         {"<vcpupin vcpu='0' cpuset='2'/>", ""},
         {"<vcpupin vcpu='0' cpuset='2'/>", "<applied vcpus='2'/>"},
     };
+    g_autoptr(GBytes) key = testKey();
 
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GError) err = NULL;
         g_autofree char *xml = liveXML(cases[i][0], cases[i][1]);
-        g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), &err);
+        g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), key, &err);
 
         ck_assert_msg(!out && !err, "case %" G_GSIZE_FORMAT ": %s", i, out ? out : err->message);
     }
+}
+END_TEST
+
+/* A tenant writes its domain's metadata: an <applied> record naming the domain's own pins
+ * (Nova's) once had them taken out at a restore, and the domain placed anew. Only a record
+ * signed with vcpuplaced's key, for this domain's name, is believed. */
+START_TEST(test_applied_record_forged)
+{
+    const char *pins = "<vcpupin vcpu='0' cpuset='2'/><vcpupin vcpu='1' cpuset='3'/>"
+                       "<emulatorpin cpuset='0-1'/>";
+    g_autoptr(GBytes) key = testKey();
+    g_autoptr(GBytes) other = g_bytes_new_static("another host's key, 32 bytes lon", 32);
+    g_autofree char *theirs = signedRecord(other, "web", "2,3", "0-1");
+    g_autofree char *renamed = signedRecord(key, "db", "2,3", "0-1");
+    g_autofree char *truth = signedRecord(key, "web", "2,3", "0-1");
+    g_autofree char *widened = g_strdup(truth);
+    memcpy(strstr(widened, "vcpus='2,3'"), "vcpus='2,4'", 11);
+    const char *const forged[] = {
+        APPLIED_RECORD("vcpus='2,3' emulator='0-1'"),
+        APPLIED_RECORD("vcpus='2,3' emulator='0-1' sig=''"),
+        APPLIED_RECORD("vcpus='2,3' emulator='0-1' "
+                       "sig='0000000000000000000000000000000000000000000000000000000000000000'"),
+        theirs,
+        renamed,
+        widened,
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS(forged); i++) {
+        g_autoptr(GError) err = NULL;
+        g_autofree char *xml = liveXML(pins, forged[i]);
+        g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), key, &err);
+        ck_assert_msg(!out && !err, "forged record %" G_GSIZE_FORMAT " believed: %s", i,
+                      out ? out : err->message);
+    }
+    g_autofree char *xml = liveXML(pins, truth);
+    g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), key, NULL);
+    ck_assert_msg(out && !strstr(out, "pin"), "%s", out ? out : "the true record is not");
 }
 END_TEST
 
@@ -875,14 +945,15 @@ START_TEST(test_applied_record_bad)
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GError) err = NULL;
         g_autofree char *xml = liveXML("<vcpupin vcpu='0' cpuset='1'/>", cases[i][0]);
-        g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), &err);
+        g_autoptr(GBytes) key = testKey();
+        g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), key, &err);
 
         ck_assert_ptr_null(out);
         ck_assert_msg(err && strstr(err->message, cases[i][1]), "case %" G_GSIZE_FORMAT ": %s", i,
                       err ? err->message : "no error");
     }
     g_autoptr(GError) err = NULL;
-    ck_assert_ptr_null(vpDomXMLStripApplied("<domain", 7, &err));
+    ck_assert_ptr_null(vpDomXMLStripApplied("<domain", 7, NULL, &err));
     ck_assert_ptr_nonnull(err);
 }
 END_TEST
@@ -926,6 +997,7 @@ vpTestSuite(void)
     tcase_add_test(policy_tc, test_format_policy);
     tcase_add_test(policy_tc, test_applied_record_round_trip);
     tcase_add_test(policy_tc, test_applied_record_kept);
+    tcase_add_test(policy_tc, test_applied_record_forged);
     tcase_add_test(policy_tc, test_applied_record_bad);
     suite_add_tcase(s, policy_tc);
 
