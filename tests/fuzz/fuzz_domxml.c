@@ -26,7 +26,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         topo = vpHwtopoLoad(VP_FUZZ_TOPOLOGY, NULL, NULL, NULL);
     vpPolicyInitDefaults(&defaults);
     req = vpDomXMLParse((const char *)data, size, &defaults, NULL);
-    /* A fixed key: a record signed with it reaches the
+    /* A fixed key: a record signed with it (corpus/domxml/applied-signed.xml) reaches the
      * rewrite, any other is refused as forged. */
     g_autoptr(GBytes) key = g_bytes_new_static("vcpuplace fuzz key, 32 bytes....", 32);
     g_autofree char *rewritten = vpDomXMLStripApplied((const char *)data, size, key, NULL);
