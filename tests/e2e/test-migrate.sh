@@ -72,9 +72,13 @@ for h in a b; do
 done
 
 online=$(cat /sys/devices/system/cpu/online)
+# Hosts that migrate between them share the key of the applied-pins records (README): the
+# destination believes the source's record only when it can check its signature.
+head -c 32 /dev/urandom >"$e2e_tmp/applied.key"
 for h in a b; do
     d=$e2e_tmp/$h
     mkdir -p "$d"/{run/libvirt,lib/qemu,log/qemu,cache,etc,state}
+    install -m 0600 "$e2e_tmp/applied.key" "$d/state/applied.key"
     chmod 0755 "$d" "$d/run" "$d/lib" "$d/log"
     for s in channel/target checkpoint dump nvram ram save snapshot; do mkdir -p "$d/lib/qemu/$s"; done
     chown -R libvirt-qemu:libvirt-qemu "$d/lib/qemu"
