@@ -8,7 +8,9 @@
  * 1. its cookie group's cores, with as few free cores added as the ratio asks;
  * 2. ceil(V / (t * r)) free whole cores of its own, the vCPUs floating over all of them;
  * 3. no such cores: the c-rule, vCPU k on sibling k mod t of each of the fewest cores that
- *    take it within the ratio, free cores first, then the least loaded of other cookies'.
+ *    take it within the ratio, free cores first, then the least loaded of other cookies';
+ * 4. where loads have grown uneven, vCPU by vCPU the fewest least loaded CPUs that take
+ *    it floating, so that the ratio's room is used per CPU as Nova counts it per node.
  * Strangers thus meet on a core only when no free core is left for the VM. Cores any
  * dedicated domain holds a CPU of are never taken, and the ledger keeps every CPU within
  * the smallest ratio of the shared domains on it.
@@ -133,7 +135,7 @@ cruleLoad(const vpShCtx *ctx, const vpShCore *const *picked, int n, unsigned shi
     return most;
 }
 
-typedef enum { SH_GROUP, SH_ALONE, SH_CRULE } vpShTier;
+typedef enum { SH_GROUP, SH_ALONE, SH_CRULE, SH_LEAST } vpShTier;
 
 typedef struct {
     int scope;     /* NUMA group, -1 host */
@@ -141,6 +143,7 @@ typedef struct {
     int n;
     const vpShCore **picked;
     bool crule;
+    GArray *least;  /* SH_LEAST: per vCPU the number k of PUs it floats over, then those k */
     unsigned shift; /* c-rule: vCPU k on sibling (k + shift) mod the core's width */
     double load;    /* c-rule: the most a PU of the picked cores carries after */
     int left;       /* free cores of the scope it leaves */
@@ -150,9 +153,12 @@ static void
 pickClear(vpShPick *pick)
 {
     g_clear_pointer(&pick->picked, g_free);
+    if (pick->least)
+        g_array_free(pick->least, TRUE);
+    pick->least = NULL;
     if (pick->cores)
         g_array_free(pick->cores, TRUE);
-    pick->cores = NULL;
+    *pick = (vpShPick){0};
 }
 
 /* Free cores first (strangers meet only when none is left), then the least loaded. */
@@ -168,6 +174,79 @@ byLoad(gconstpointer a, gconstpointer b)
     return x->core - y->core;
 }
 
+typedef struct {
+    int pu;
+    double load;
+} vpShPU;
+
+static gint
+byPULoad(gconstpointer a, gconstpointer b)
+{
+    const vpShPU *x = a, *y = b;
+
+    if (x->load != y->load)
+        return x->load < y->load ? -1 : 1;
+    return x->pu - y->pu;
+}
+
+/* The last tier, where the loads of the scope's CPUs have grown uneven: vCPU by vCPU, the
+ * fewest of the least loaded CPUs that take it floating within the ratio (counting the
+ * VM's vCPUs placed before it), so that the room left on each CPU is used as Nova's count
+ * of vCPUs per node would use it. */
+static bool
+tryLeast(const vpShCtx *ctx, vpShPick *pick)
+{
+    g_autoptr(GArray) pus = g_array_new(FALSE, FALSE, sizeof(vpShPU));
+    g_autofree bool *seen = g_new0(bool, vpTopologyNCores(ctx->topo));
+    guint one;
+
+    for (guint i = 0; i < pick->cores->len; i++) {
+        const vpShCore *c = &g_array_index(pick->cores, vpShCore, i);
+
+        for (int s = 0; s < c->npus; s++) {
+            vpShPU p = {c->pus[s], vpLedgerSharedLoad(ctx->ledger, c->pus[s])};
+
+            g_array_append_val(pus, p);
+        }
+    }
+    pick->picked = g_new0(const vpShCore *, pick->cores->len + 1);
+    pick->least = g_array_new(FALSE, FALSE, sizeof(int)); /* per vCPU: its k, then its PUs */
+    /* one set for all its vCPUs where one takes it; else a set per vCPU */
+    g_array_sort(pus, byPULoad);
+    for (one = 1; one <= pus->len; one++) {
+        if (g_array_index(pus, vpShPU, one - 1).load + (double)ctx->nvcpus / one <=
+            ctx->ratio + 1e-9)
+            break;
+    }
+    for (unsigned v = 0; v < ctx->nvcpus; v++) {
+        guint k = one;
+
+        if (one > pus->len)
+            g_array_sort(pus, byPULoad);
+        for (k = one <= pus->len ? one : 1; one > pus->len && k <= pus->len; k++) {
+            if (g_array_index(pus, vpShPU, k - 1).load + 1.0 / k <= ctx->ratio + 1e-9)
+                break;
+        }
+        if (k > pus->len)
+            return false;
+        g_array_append_val(pick->least, k);
+        for (guint i = 0; i < k; i++) {
+            vpShPU *p = &g_array_index(pus, vpShPU, i);
+            int core = vpTopologyPU(ctx->topo, p->pu)->core;
+
+            p->load += 1.0 / k;
+            pick->load = MAX(pick->load, p->load);
+            g_array_append_val(pick->least, p->pu);
+            for (guint c = 0; !seen[core] && c < pick->cores->len; c++) {
+                if (g_array_index(pick->cores, vpShCore, c).core == core)
+                    pick->picked[pick->n++] = &g_array_index(pick->cores, vpShCore, c);
+            }
+            seen[core] = true;
+        }
+    }
+    return true;
+}
+
 /* The fewest cores of pick->cores that take the VM in one tier; false when none do. */
 static bool
 tryTier(const vpShCtx *ctx, vpShTier tier, vpShPick *pick)
@@ -176,6 +255,8 @@ tryTier(const vpShCtx *ctx, vpShTier tier, vpShPick *pick)
     int n = 0;
     bool ok = false;
 
+    if (tier == SH_LEAST)
+        return tryLeast(ctx, pick);
     pick->picked = g_new0(const vpShCore *, cores->len + 1);
     pick->crule = tier == SH_CRULE;
     if (tier == SH_CRULE)
@@ -275,7 +356,7 @@ static void
 fillPlan(const vpShCtx *ctx, const vpShPick *pick, vpPlan *plan)
 {
     g_autofree unsigned *per_node = g_new0(unsigned, vpTopologyNGroups(ctx->topo, VP_LEVEL_NUMA));
-    unsigned vcpu = 0, total = 0;
+    unsigned vcpu = 0, total = 0, next = 0;
     guint64 rest = ctx->req->memory;
     int first = -1;
 
@@ -296,10 +377,19 @@ fillPlan(const vpShCtx *ctx, const vpShPick *pick, vpPlan *plan)
         for (int i = 0; i < pick->n; i++) {
             const vpShCore *c = pick->picked[i];
 
-            for (int k = 0; k < c->npus; k++) {
+            for (int k = 0; k < c->npus && !pick->least; k++) {
                 if (!pick->crule || (int)((vcpu + pick->shift) % (unsigned)c->npus) == k)
                     hwloc_bitmap_set(plan->vcpu_set[v], vpTopologyPU(ctx->topo, c->pus[k])->os);
             }
+        }
+        if (pick->least) {
+            int k = g_array_index(pick->least, int, next);
+
+            for (int i = 1; i <= k; i++)
+                hwloc_bitmap_set(
+                    plan->vcpu_set[v],
+                    vpTopologyPU(ctx->topo, g_array_index(pick->least, int, next + i))->os);
+            next += k + 1;
         }
         vcpu++;
     }
@@ -368,7 +458,7 @@ vpPlaceShared(const vpTopology *topo, const vpLedger *ledger, const vpRequest *r
                                    ? vpTopologyCpuNodesOf(topo, req->nodeset)
                                    : NULL;
     vpShCtx ctx = {topo, ledger, req, req->policy.ratio, 0};
-    static const vpShTier tiers[] = {SH_GROUP, SH_ALONE, SH_CRULE};
+    static const vpShTier tiers[] = {SH_GROUP, SH_ALONE, SH_CRULE, SH_LEAST};
     vpShPick pick = {0};
 
     for (unsigned v = 0; v < plan->nvcpus; v++)
