@@ -1,15 +1,41 @@
 /*
- * vcpuplace capacity: the host's capacity (core/place/capacity.h) for a list of vCPU counts, as
- * text or JSON, offline or from the running daemon's topology and ledger.
+ * vcpuplace capacity: the host's capacity (core/place/capacity.h) for the cloud's flavors or a
+ * list of vCPU counts, as text or JSON, offline or from the running daemon's topology and
+ * ledger.
  */
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/live.h"
 #include "core/place/capacity.h"
 #include "core/model/error.h"
+#include "core/model/request.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+
+/* memory and page_size in bytes (null: not counted, base pages), cpus and, when shared, the
+ * ratio. */
+static void
+addFlavorMembers(JsonBuilder *b, const vpCapacityShape *fit)
+{
+    json_builder_set_member_name(b, "memory");
+    if (fit->memory)
+        json_builder_add_int_value(b, (gint64)fit->memory);
+    else
+        json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "page_size");
+    if (fit->page_size)
+        json_builder_add_int_value(b, (gint64)fit->page_size);
+    else
+        json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "cpus");
+    json_builder_add_string_value(b, vpCpusName(fit->cpus));
+    json_builder_set_member_name(b, "ratio");
+    if (fit->cpus == VP_CPUS_SHARED)
+        json_builder_add_double_value(b, fit->ratio);
+    else
+        json_builder_add_null_value(b);
+}
 
 static JsonNode *
 toJson(const vpTopology *topo, const vpCapacityShape *fits, guint nfits)
@@ -24,10 +50,16 @@ toJson(const vpTopology *topo, const vpCapacityShape *fits, guint nfits)
     json_builder_begin_array(b);
     for (guint i = 0; i < nfits; i++) {
         json_builder_begin_object(b);
+        json_builder_set_member_name(b, "flavor");
+        if (fits[i].flavor)
+            json_builder_add_string_value(b, fits[i].flavor);
+        else
+            json_builder_add_null_value(b);
         json_builder_set_member_name(b, "vcpus");
         json_builder_add_int_value(b, fits[i].vcpus);
         json_builder_set_member_name(b, "smt");
         json_builder_add_string_value(b, vpSmtName(fits[i].smt));
+        addFlavorMembers(b, &fits[i]);
         json_builder_set_member_name(b, "host");
         json_builder_add_int_value(b, fits[i].host);
         json_builder_set_member_name(b, "nodes");
@@ -55,6 +87,24 @@ toJson(const vpTopology *topo, const vpCapacityShape *fits, guint nfits)
     return json_builder_get_root(b);
 }
 
+/* "m1.iso" or, for a shape of vCPU counts, "-"; with memory "8 GiB" or "8 GiB/1 GiB pages";
+ * a shared shape its ratio. */
+static void
+printShape(const vpCapacityShape *s, int nnodes)
+{
+    g_autofree char *mem = s->memory ? vpMemoryFormat(s->memory) : g_strdup("-");
+    g_autofree char *pages = s->page_size ? vpMemoryFormat(s->page_size) : NULL;
+    g_autofree char *ratio = s->cpus == VP_CPUS_SHARED ? vpRatioFormat(s->ratio) : NULL;
+    g_autofree char *memcol = pages ? g_strdup_printf("%s/%s pages", mem, pages) : NULL;
+    g_autofree char *smtcol = ratio ? g_strdup_printf("shared:%s", ratio) : NULL;
+
+    printf("%-16s %-6u %-9s %-20s %5u", s->flavor ? s->flavor : "-", s->vcpus,
+           smtcol ? smtcol : vpSmtName(s->smt), memcol ? memcol : mem, s->host);
+    for (int n = 0; n < nnodes; n++)
+        printf(" %6u", s->nodes[n]);
+    printf(" %8u\n", s->spanning);
+}
+
 static void
 printText(const vpTopology *topo, const vpLedger *ledger, const vpCapacityShape *fits, guint nfits)
 {
@@ -63,33 +113,49 @@ printText(const vpTopology *topo, const vpLedger *ledger, const vpCapacityShape 
 
     printf("%s: %d usable CPUs; %u domain%s in the ledger\n", vpTopologyGetSource(topo),
            hwloc_bitmap_weight(vpTopologyUsableSet(topo)), held, held == 1 ? "" : "s");
-    printf("%-6s %-8s %5s", "vcpus", "smt", "host");
+    printf("%-16s %-6s %-9s %-20s %5s", "flavor", "vcpus", "smt", "memory", "host");
     for (int n = 0; n < nnodes; n++) {
         g_autofree char *col =
             g_strdup_printf("node%u", vpTopologyGroup(topo, VP_LEVEL_NUMA, n)->os);
         printf(" %6s", col);
     }
     printf(" %8s\n", "spanning");
-    for (guint i = 0; i < nfits; i++) {
-        printf("%-6u %-8s %5u", fits[i].vcpus, vpSmtName(fits[i].smt), fits[i].host);
-        for (int n = 0; n < nnodes; n++)
-            printf(" %6u", fits[i].nodes[n]);
-        printf(" %8u\n", fits[i].spanning);
-    }
+    for (guint i = 0; i < nfits; i++)
+        printShape(&fits[i], nnodes);
 }
 
-/* --vcpus, else the configuration's capacity_vcpus, else the built-in list. */
-static GArray *
-shapeCounts(const vpCliOptions *opts, const char *vcpus_list, GError **error)
+/* --flavor; else --vcpus; else the configuration's capacity_flavors, else its capacity_vcpus,
+ * else the built-in list of vCPU counts. */
+static vpCapacity *
+compute(const vpCliOptions *opts, const vpTopology *topo, const vpLedger *ledger,
+        const vpPolicy *defaults, char **flavor_specs, const char *vcpus_list, GError **error)
 {
-    g_autofree char *list = g_strdup(vcpus_list);
+    g_autoptr(GArray) flavors = vpFlavorArrayNew();
+    g_autoptr(GArray) counts = NULL;
+    g_autofree char *list = NULL;
 
+    for (char **f = flavor_specs; f && *f; f++) {
+        if (!vpFlavorParseList("--flavor", *f, defaults, flavors, error))
+            return NULL;
+    }
+    if (!flavor_specs && !vcpus_list) {
+        if (!(list = vpCliConfValue(opts, "daemon", "capacity_flavors", error)) && *error)
+            return NULL;
+        if (list && !vpFlavorParseList("capacity_flavors", list, defaults, flavors, error))
+            return NULL;
+    }
+    if (flavors->len > 0)
+        return vpCapacityComputeFlavors(topo, ledger, flavors, error);
+    g_clear_pointer(&list, g_free);
+    list = g_strdup(vcpus_list);
     if (!list && !(list = vpCliConfValue(opts, "daemon", "capacity_vcpus", error))) {
-        if (error && *error)
+        if (*error)
             return NULL;
         list = g_strdup(VP_CAPACITY_DEFAULT_VCPUS);
     }
-    return vpCapacityParseVcpus(list, error);
+    if (!(counts = vpCapacityParseVcpus(list, error)))
+        return NULL;
+    return vpCapacityCompute(topo, ledger, defaults, counts, error);
 }
 
 static void
@@ -111,8 +177,12 @@ vpCmdCapacity(int argc, char **argv)
     g_auto(vpCliOptions) opts = {0};
     g_auto(vpCliHeldOptions) held = {0};
     g_autofree char *vcpus_list = NULL;
+    g_auto(GStrv) flavor_specs = NULL;
     g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
     GOptionEntry entries[] = {
+        {"flavor", 'f', 0, G_OPTION_ARG_STRING_ARRAY, &flavor_specs,
+         "a flavor, NAME:vcpus=N[,memory=SIZE][,pages=SIZE][,POLICY=VALUE...] (repeatable)",
+         "SPEC"},
         {"vcpus", 0, 0, G_OPTION_ARG_STRING, &vcpus_list,
          "vCPU counts of the shapes (default " VP_CAPACITY_DEFAULT_VCPUS ")", "LIST"},
         G_OPTION_ENTRY_NULL,
@@ -120,23 +190,26 @@ vpCmdCapacity(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     g_autoptr(vpTopology) topo = NULL;
     g_autoptr(vpLedger) ledger = NULL;
-    g_autoptr(GArray) counts = NULL;
     g_autoptr(vpCapacity) cap = NULL;
     vpPolicy defaults;
     int rc;
 
-    g_option_context_set_summary(octx, "How many more VMs of each shape (vCPUs x smt policy) fit "
-                                       "now, on the host and per NUMA node,\nby repeated "
-                                       "placement on a copy of the ledger.");
+    g_option_context_set_summary(octx, "How many more VMs of each flavor (vCPUs, memory, huge "
+                                       "pages, policy) or shape (vCPUs x smt policy)\nfit now, on "
+                                       "the host and per NUMA node, by repeated placement on a "
+                                       "copy of the ledger.");
     if (!vpCliParseHeldOptions(octx, entries, &opts, &held, "capacity", &argc, &argv))
         return VP_EXIT_ERROR;
-    if (!(counts = shapeCounts(&opts, vcpus_list, &error)) ||
-        !vpCliLoadDefaults(&opts, &defaults, &error)) {
+    if (flavor_specs && vcpus_list) {
+        fprintf(stderr, "vcpuplace capacity: --flavor and --vcpus: give one of the two\n");
+        return VP_EXIT_ERROR;
+    }
+    if (!vpCliLoadDefaults(&opts, &defaults, &error)) {
         vpCliError("capacity", error);
         return VP_EXIT_ERROR;
     }
     if ((rc = vpCliLoadHeld("capacity", &opts, &held, &topo, &ledger)) == VP_EXIT_OK &&
-        !(cap = vpCapacityCompute(topo, ledger, &defaults, counts, &error))) {
+        !(cap = compute(&opts, topo, ledger, &defaults, flavor_specs, vcpus_list, &error))) {
         vpCliError("capacity", error);
         rc = VP_EXIT_ERROR;
     }

@@ -37,6 +37,7 @@ const vpConfKey vpConfKeys[] = {
     K("daemon", "node_memory_reserve_mib", VP_CONF_UINT, .max = 1048576, .unit = "MiB",
       .def = "512"),
     K("daemon", "capacity_vcpus", VP_CONF_UINTS, .min = 1, .max = 4096, .def = "1,2,4,8"),
+    K("daemon", "capacity_flavors", VP_CONF_TEXT),
     /* A fresh install only reports: nothing on a busy host is re-pinned or refused until the
      * operator has read the report and says so. */
     K("daemon", "mode", VP_CONF_CHOICE, .choices = "report, enforce", .def = "report"),

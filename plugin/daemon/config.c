@@ -4,6 +4,7 @@
  * values become the daemon's types. The rest of the daemon trusts vpConfig.
  */
 #include "daemon/config.h"
+#include "core/place/flavor.h"
 #include "conf/conf.h"
 #include "host/hwtopo.h"
 #include "host/threads.h"
@@ -70,6 +71,7 @@ vpConfigFree(vpConfig *cfg)
     g_free(cfg->qemu_run_dir);
     g_strfreev(cfg->domains);
     g_free(cfg->capacity_vcpus);
+    g_free(cfg->capacity_flavors);
     g_free(cfg->metrics_textfile);
     vpPolicyClear(&cfg->defaults);
     g_free(cfg);
@@ -107,6 +109,7 @@ configFromConf(vpConfig *cfg, const vpConf *conf, GError **error)
     setString(&cfg->qemu_conf, conf, d, "qemu_conf");
     setString(&cfg->qemu_run_dir, conf, d, "qemu_run_dir");
     setString(&cfg->capacity_vcpus, conf, d, "capacity_vcpus");
+    setString(&cfg->capacity_flavors, conf, d, "capacity_flavors");
     if (g_strcmp0(cfg->topology, "host") == 0)
         g_clear_pointer(&cfg->topology, g_free);
     if (!getCpus(conf, "host_cpus", &cfg->host_cpus, error) ||
@@ -130,6 +133,14 @@ configFromConf(vpConfig *cfg, const vpConf *conf, GError **error)
         const char *key, *value;
         vpConfAt(conf, "policy", i, &key, &value);
         if (!vpPolicySetDefault(&cfg->defaults, key, value, error))
+            return FALSE;
+    }
+    /* The flavors' policies lie over the [policy] defaults: checked once those are known. */
+    if (cfg->capacity_flavors) {
+        g_autoptr(GArray) flavors = vpFlavorArrayNew();
+
+        if (!vpFlavorParseList("capacity_flavors", cfg->capacity_flavors, &cfg->defaults, flavors,
+                               error))
             return FALSE;
     }
 

@@ -25,6 +25,8 @@
  *                                 placed on a node only where the rest holds its memory
  *   capacity_vcpus=1,2,4,8        the vCPU counts of the capacity gauges' shapes (and of
  *                                 `vcpuplace capacity` without --vcpus)
+ *   capacity_flavors=F:vcpus=4,memory=8GiB,smt=isolate; ...   the cloud's flavors: what
+ *                                 `vcpuplace capacity` counts without --flavor or --vcpus
  *   mode=report                   report: say what would be placed, pin and refuse nothing;
  *                                 enforce: place, pin and refuse
  *   adopt_running=no              whether enforce places domains found running that the
@@ -77,6 +79,8 @@ typedef struct {
     guint64 node_reserve; /* bytes of each node's memory kept for the host */
     char *qemu_run_dir;   /* NULL: from the URI */
     char *capacity_vcpus; /* the capacity gauges' vCPU counts, "1,2,4,8" */
+    /* the cloud's flavors (core/place/flavor.h), checked at load; NULL: none */
+    char *capacity_flavors;
     vpDaemonMode mode;
     gboolean adopt_running; /* enforce: place running domains the hook did not admit */
     gboolean hook;          /* the hook asks the daemon at all */

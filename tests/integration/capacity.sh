@@ -9,7 +9,7 @@
 #                         isolate 2: 1; isolate 4: 0; share 1: 4.
 # The ledger file is only read. Live: the daemon (libvirt's test driver, managing no
 # domain) answers the same as the offline command on an empty host, and an unreachable
-# daemon is exit 3.
+# daemon is exit 3. Flavors (vCPUs, memory, huge pages, policy) are counted below.
 set -euo pipefail
 build=${VP_BUILDDIR:?}
 cli=$build/plugin/cli/vcpuplace
@@ -69,8 +69,51 @@ cmp -s "$tmp/ledger.json" "$tmp/ledger.orig" || fail "capacity changed the ledge
 
 # The text form has a row per shape and a column per node.
 "$cli" capacity -t "$topo" --vcpus 2 >"$tmp/text"
-grep -Eq '^vcpus +smt +host +node0 +node1 +spanning$' "$tmp/text" || fail "text header: $(cat "$tmp/text")"
-grep -Eq '^2 +isolate +2 +1 +1 +0$' "$tmp/text" || fail "text row: $(cat "$tmp/text")"
+grep -Eq '^flavor +vcpus +smt +memory +host +node0 +node1 +spanning$' "$tmp/text" || fail "text header: $(cat "$tmp/text")"
+grep -Eq '^- +2 +isolate +- +2 +1 +1 +0$' "$tmp/text" || fail "text row: $(cat "$tmp/text")"
+
+# Flavors, with 16 GiB a node (15.5 GiB once the 512 MiB reserve is kept):
+#  iso: 2 vCPUs isolate 6 GiB: a node's two cores each, 1 per node (memory would take 2)
+#  fat: 1 vCPU 10 GiB: memory allows one a node, though CPUs would take 4
+#  pool: 1 GiB on 1 GiB huge pages: the synthetic host has no pool, none fit
+#  flt: 1 vCPU shared at ratio 4: more than the 8 a dedicated one gets, at most 8 CPUs x 4
+#  = 32, each within one node (where between is the shared placer's, its golden cases')
+# flav FILE NAME: "host node0 node1 spanning" of flavor NAME.
+flav() {
+    python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for s in doc["shapes"]:
+    if s["flavor"] == sys.argv[2]:
+        print(s["host"], *[n["fit"] for n in s["nodes"]], s["spanning"])
+' "$@"
+}
+"$cli" capacity -t "$topo" --node-memory 16GiB --json -f 'iso:vcpus=2,memory=6GiB,smt=isolate' \
+    -f 'fat:vcpus=1,memory=10GiB;pool:vcpus=1,memory=1GiB,pages=1GiB' \
+    -f 'flt:vcpus=1,cpus=shared,ratio=4' >"$tmp/flavors.json"
+for want in "iso 2 1 1 0" "fat 2 1 1 0" "pool 0 0 0 0"; do
+    set -- $want
+    got=$(flav "$tmp/flavors.json" "$1")
+    [ "$got" = "$2 $3 $4 $5" ] || fail "flavor $1: got '$got' (host node0 node1 spanning), want '$2 $3 $4 $5'"
+done
+set -- $(flav "$tmp/flavors.json" flt)
+[ "$1" -gt 8 ] && [ "$1" -le 32 ] && [ "$4" = 0 ] && [ $(($2 + $3)) = "$1" ] ||
+    fail "shared flavor flt: $* (host node0 node1 spanning), want 9 to 32 within nodes"
+grep -q '"page_size" : 1073741824' "$tmp/flavors.json" || fail "pool's page size not in the JSON"
+# The configuration's flavors when no --flavor or --vcpus is given; a bad one names the key,
+# the flavor and the value.
+printf '[daemon]\ncapacity_flavors=fat:vcpus=1,memory=10GiB; iso:vcpus=2,smt=isolate\n' >"$tmp/fl.conf"
+"$cli" capacity -t "$topo" --node-memory 16GiB --config "$tmp/fl.conf" --json >"$tmp/conf.json"
+[ "$(flav "$tmp/conf.json" fat)" = "2 1 1 0" ] || fail "capacity_flavors not read: $(cat "$tmp/conf.json")"
+[ "$(flav "$tmp/conf.json" iso)" = "2 1 1 0" ] || fail "capacity_flavors' second flavor"
+printf '[daemon]\ncapacity_flavors=fat:vcpus=1,memory=ten\n' >"$tmp/bad.conf"
+rc=0
+out=$("$cli" capacity -t "$topo" --config "$tmp/bad.conf" 2>&1) || rc=$?
+[ "$rc" = 1 ] && grep -qF "capacity_flavors 'fat': memory='ten' is not a memory size" <<<"$out" ||
+    fail "bad capacity_flavors: rc $rc, $out"
+rc=0
+out=$("$cli" capacity -t "$topo" -f 'a:vcpus=1' --vcpus 2 2>&1) || rc=$?
+[ "$rc" = 1 ] && grep -qF -- "--flavor and --vcpus" <<<"$out" || fail "--flavor with --vcpus: rc $rc, $out"
 
 cat >"$tmp/vcpuplaced.conf" <<CONF
 [daemon]

@@ -56,6 +56,9 @@ doc topology "$tmp/topology-owners.json"
 doc topology "$tmp/topology-cpuless.json"
 "$cli" capacity -t "$topo" --vcpus 1,2 --json >"$tmp/capacity.json"
 doc capacity "$tmp/capacity.json"
+"$cli" capacity -t "$topo" --node-memory 8GiB -f 'a:vcpus=2,memory=1GiB,pages=2MiB,smt=pack' \
+    -f 'b:vcpus=1,cpus=shared,ratio=2.5' --json >"$tmp/capacity-flavors.json"
+doc capacity "$tmp/capacity-flavors.json"
 printf '%s\n' '{"op":"start","name":"vm1","vcpus":2,"smt":"spread","cpus":[0,2],"us":3}' \
     '{"op":"stop","name":"vm1"}' >"$tmp/outcomes.jsonl"
 "$cli" score -t "$topo" --json "$tmp/outcomes.jsonl" >"$tmp/score.json"

@@ -126,6 +126,16 @@ check "capacity: an argument" 1 "vcpuplace capacity: unexpected argument 'x'" \
   "$cli" capacity --topology "$topo" x
 check "provider-config: --ledger" 1 "vcpuplace provider-config: --ledger: the provider config states totals" \
   "$cli" provider-config --topology "$topo" --ledger "$tmp/l.json"
+check "capacity: flavor smt" 1 "vcpuplace capacity: --flavor 'm1': smt='turbo' is not one of" \
+  "$cli" capacity --topology "$topo" -f 'm1:vcpus=2,smt=turbo'
+check "capacity: flavor name" 1 "--flavor 'm 1': 'm 1' is not a flavor name" \
+  "$cli" capacity --topology "$topo" -f 'm 1:vcpus=2'
+check "capacity: flavor vcpus" 1 "--flavor 'm1': vcpus='0' is not a vCPU count (1 to 4096)" \
+  "$cli" capacity --topology "$topo" -f 'm1:vcpus=0'
+check "capacity: flavor key" 1 "--flavor 'm1': 'ram' is not KEY=VALUE" \
+  "$cli" capacity --topology "$topo" -f 'm1:vcpus=2,ram'
+check "capacity: flavor twice" 1 "--flavor 'm1': named twice" \
+  "$cli" capacity --topology "$topo" -f 'm1:vcpus=2' -f 'm1:vcpus=4'
 check "top: an argument" 1 "vcpuplace top: unexpected argument 'x'" "$cli" top "${live[@]}" x
 check "metrics: bad option" 1 "vcpuplace metrics: Unknown option --frob" \
   "$cli" metrics "${live[@]}" --frob

@@ -35,7 +35,7 @@ static const struct {
     {"[daemon]\nsokcet=/x\n", F ":2: unknown key 'sokcet' in [daemon] (known: uri, topology, "
                                 "host_cpus, housekeeping_cpus, socket, state, hook_failure, "
                                 "hook_timeout_ms, domains, qemu_conf, vcpu_poll_ms, qemu_run_dir, "
-                                "node_memory_reserve_mib, capacity_vcpus, mode, "
+                                "node_memory_reserve_mib, capacity_vcpus, capacity_flavors, mode, "
                                 "adopt_running, hook)"},
     {"# c\n\n[deamon]\n", F ":3: unknown group [deamon] (known: daemon, policy, rebalance)"},
     {"uri=qemu:///system\n",
