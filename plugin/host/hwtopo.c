@@ -5,6 +5,7 @@
  * offline CPUs without a core.
  */
 #include "host/hwtopo.h"
+#include "host/hwtopoxml.h"
 
 #include <errno.h>
 #include <string.h>
@@ -146,8 +147,20 @@ syntheticTooLarge(const char *description)
     return NULL;
 }
 
+/* An XML export read and checked here (hwtopoxml.h), then handed to hwloc from memory;
+ * *listed: the PUs it lists. */
+static int
+setXML(hwloc_topology_t hw, const char *path, guint *listed, GError **error)
+{
+    gsize len = 0;
+    g_autofree char *text = vpHwtopoXMLRead(path, &len, error);
+    if (!text || !vpHwtopoXMLCheck(text, path, listed, error))
+        return -2;
+    return hwloc_topology_set_xmlbuffer(hw, text, (int)len + 1);
+}
+
 static gboolean
-loadHwloc(hwloc_topology_t hw, const char *source, GError **error)
+loadHwloc(hwloc_topology_t hw, const char *source, guint *listed, GError **error)
 {
     int rc = 0;
     g_autofree char *huge = g_str_has_prefix(source, "synthetic:")
@@ -166,7 +179,9 @@ loadHwloc(hwloc_topology_t hw, const char *source, GError **error)
     if (g_str_has_prefix(source, "synthetic:"))
         rc = hwloc_topology_set_synthetic(hw, source + strlen("synthetic:"));
     else if (strcmp(source, "host") != 0)
-        rc = hwloc_topology_set_xml(hw, source);
+        rc = setXML(hw, source, listed, error);
+    if (rc == -2)
+        return FALSE;
     if (rc < 0 || hwloc_topology_load(hw) < 0) {
         int err = errno;
         g_autofree char *bad = g_str_has_prefix(source, "synthetic:")
@@ -194,7 +209,8 @@ vpHwtopoOpen(const char *source, GError **error)
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "hwloc_topology_init: %s", g_strerror(errno));
         return NULL;
     }
-    if (!loadHwloc(hw, source ? source : "host", error)) {
+    guint listed = 0;
+    if (!loadHwloc(hw, source ? source : "host", &listed, error)) {
         hwloc_topology_destroy(hw);
         return NULL;
     }
@@ -217,7 +233,17 @@ vpHwtopoLoad(const char *source, hwloc_const_bitmap_t host, hwloc_const_bitmap_t
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "hwloc_topology_init: %s", g_strerror(errno));
         return NULL;
     }
-    if (!loadHwloc(hw, source, error)) {
+    guint listed = 0;
+    if (!loadHwloc(hw, source, &listed, error)) {
+        hwloc_topology_destroy(hw);
+        return NULL;
+    }
+    int kept = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_PU);
+    if (kept >= 0 && (guint)kept < listed) {
+        g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                    "topology '%s': the export lists %u PUs, hwloc kept %d (a PU outside its "
+                    "parent's cpuset, or past the CPUs hwloc handles)",
+                    source, listed, kept);
         hwloc_topology_destroy(hw);
         return NULL;
     }

@@ -187,7 +187,10 @@ static const struct {
     const char *file;
     const char *error;
 } hostile[] = {
-    {"pu-os-max.xml", "CPU 4294967295 is past the largest CPU number handled (16383)"},
+    {"pu-os-max.xml", "PU os_index='4294967295' is not a number below 16384"},
+    {"numa-os-max.xml", "NUMANode os_index='4294967295' is not a number below 16384"},
+    {"local-memory-negative.xml", "local_memory='-1' is not a number of bytes below 2^56"},
+    {"pu-outside-parent.xml", "the export lists 2 PUs, hwloc kept 1"},
     {"infinite-cpuset.xml", "complete_cpuset 0-1,64- reaches past the largest CPU number"},
 };
 
