@@ -15,6 +15,7 @@ struct _vpActuator {
     GMutex *lock;
     vpManager *mgr;
     vpVirConn *vc;
+    vpJobs *jobs;
     GBytes *key; /* signs the applied-pins records */
     void (*resync)(const char *name, gpointer data);
     gpointer resync_data;
@@ -23,11 +24,12 @@ struct _vpActuator {
 };
 
 vpActuator *
-vpActuatorNew(GMutex *lock, vpManager *mgr, vpVirConn *vc, GBytes *key)
+vpActuatorNew(GMutex *lock, vpManager *mgr, vpVirConn *vc, vpJobs *jobs, GBytes *key)
 {
     vpActuator *a = g_new0(vpActuator, 1);
     a->key = key;
     a->lock = lock;
+    a->jobs = jobs;
     a->mgr = mgr;
     a->vc = vc;
     return a;
@@ -85,34 +87,38 @@ recordApplied(virDomainPtr dom, const vpPlan *plan, GBytes *key, unsigned flags)
                     err->message);
 }
 
-/* State lock let go: apply, read back, compare, record. NULL when libvirt shows plan. */
-static char *
-pinUnlocked(virDomainPtr dom, const vpPlan *plan, GBytes *key, unsigned flags)
+/* State lock let go: apply, read back, compare, record. TRUE when libvirt shows plan. */
+static bool
+pinUnlocked(virDomainPtr dom, const vpPlan *plan, GBytes *key, unsigned flags, GError **error)
 {
-    g_autoptr(GError) err = NULL;
-    if (!vpVirPinsApply(dom, plan, flags, &err))
-        return g_strdup(err->message);
-    g_autoptr(vpLivePins) live = vpVirPinsRead(dom, flags, &err);
+    if (!vpVirPinsApply(dom, plan, flags, error))
+        return false;
+    g_autoptr(vpLivePins) live = vpVirPinsRead(dom, flags, error);
     if (!live)
-        return g_strdup(err->message);
+        return false;
     g_autofree char *diff = vpLivePinsDiff(live, plan);
-    if (diff)
-        return g_strdup_printf("domain %s: libvirt shows %s", virDomainGetName(dom), diff);
+    if (diff) {
+        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "domain %s: libvirt shows %s",
+                    virDomainGetName(dom), diff);
+        return false;
+    }
     recordApplied(dom, plan, key, flags);
-    return NULL;
+    return true;
 }
 
-char *
-vpActuatorPin(vpActuator *a, virDomainPtr dom, const vpPlan *want)
+bool
+vpActuatorPin(vpActuator *a, vpJob *job, virDomainPtr dom, const vpPlan *want, GError **error)
 {
     g_autoptr(vpPlan) plan = vpPlanCopy(want);
     unsigned flags = vpVirConnLiveFlags(a->vc);
-    unlock(a);
-    char *problem = pinUnlocked(dom, plan, a->key, flags);
-    relock(a);
-    if (problem)
+    vpJobEnter(job);
+    if (a->unlocked)
+        a->unlocked(a->unlocked_data);
+    bool pinned = pinUnlocked(dom, plan, a->key, flags, error);
+    vpJobExit(job);
+    if (!pinned)
         vpVirConnCheck(a->vc);
-    return problem;
+    return pinned;
 }
 
 /* One domain of a move: its plans before and after, and the record they belong to. */
@@ -121,6 +127,7 @@ typedef struct {
     guint64 serial;
     vpPlan *old;
     vpPlan *new;
+    vpJob *job;           /* the movers' (not the bystanders') */
     virDomainPtr dom;     /* NULL until looked up */
     gboolean touched;     /* libvirt was asked to pin it */
     gboolean ledger_only; /* reserved, not started: its start pins the ledger's plan */
@@ -136,10 +143,12 @@ movedFree(gpointer data)
         vpPlanFree(m->new);
     if (m->dom)
         virDomainFree(m->dom);
+    vpJobEnd(m->job);
     g_free(m);
 }
 
-/* The domains moves touch, in the order of their first move, with their current plans. */
+/* The domains moves touch, in the order of their first move, with their current plans,
+ * each held as a job ("move"): refused when another job holds one of them. */
 static GPtrArray *
 collectMoved(vpActuator *a, GPtrArray *moves, GError **error)
 {
@@ -164,39 +173,45 @@ collectMoved(vpActuator *a, GPtrArray *moves, GError **error)
         m->old = vpPlanCopy(plan);
         m->ledger_only = rec->state == VP_DOM_RESERVED && !rec->running;
         g_ptr_array_add(out, m);
+        m->job = vpJobBegin(a->jobs, mv->domain, "move", 0, error);
+        if (!m->job)
+            return NULL;
     }
     return g_steal_pointer(&out);
 }
 
 /* State lock let go: pins each domain to plan new (or old, back), stopping at the first
- * that libvirt does not take. */
-static char *
-pinAllUnlocked(virConnectPtr conn, GPtrArray *moved, gboolean back, GBytes *key, unsigned flags)
+ * that libvirt does not take (back: going on, the first failure reported). */
+static bool
+pinAllUnlocked(virConnectPtr conn, GPtrArray *moved, bool back, GBytes *key, unsigned flags,
+               GError **error)
 {
-    char *first = NULL;
+    g_autoptr(GError) first = NULL;
     for (guint i = 0; i < moved->len; i++) {
         vpMoved *m = moved->pdata[i];
         if (m->ledger_only || (back && !m->touched))
             continue;
         if (!m->dom)
             m->dom = virDomainLookupByName(conn, m->name);
+        g_autoptr(GError) err = NULL;
         if (!m->dom) {
-            g_autoptr(GError) err = NULL;
             vpVirSetError(&err, "domain %s", m->name);
-            if (!back)
-                return g_strdup(err->message);
-            continue;
+        } else {
+            m->touched = TRUE;
+            if (pinUnlocked(m->dom, back ? m->old : m->new, key, flags, &err))
+                continue;
         }
-        m->touched = TRUE;
-        char *problem = pinUnlocked(m->dom, back ? m->old : m->new, key, flags);
-        if (problem && !back)
-            return problem;
-        if (problem && !first)
-            first = problem;
-        else
-            g_free(problem);
+        if (!back) {
+            g_propagate_error(error, g_steal_pointer(&err));
+            return false;
+        }
+        if (!first)
+            first = g_steal_pointer(&err);
     }
-    return first;
+    if (!first)
+        return true;
+    g_propagate_error(error, g_steal_pointer(&first));
+    return false;
 }
 
 /* Overcommitted plans of domains the moves do not name: a move may settle them
@@ -272,8 +287,10 @@ vpActuatorMove(vpActuator *a, GPtrArray *moves, GError **error)
     }
     unsigned flags = vpVirConnLiveFlags(a->vc);
     unlock(a);
-    g_autofree char *problem = pinAllUnlocked(conn, moved, FALSE, a->key, flags);
-    g_autofree char *back = problem ? pinAllUnlocked(conn, moved, TRUE, a->key, flags) : NULL;
+    g_autoptr(GError) problem = NULL;
+    g_autoptr(GError) back = NULL;
+    if (!pinAllUnlocked(conn, moved, false, a->key, flags, &problem))
+        pinAllUnlocked(conn, moved, true, a->key, flags, &back);
     relock(a);
     if (!problem)
         return TRUE;
@@ -281,8 +298,9 @@ vpActuatorMove(vpActuator *a, GPtrArray *moves, GError **error)
     rollBackLedger(a, moved, bystanders);
     if (back)
         g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM,
-                    "%s; putting the old pins back failed too: %s", problem, back);
+                    "%s; putting the old pins back failed too: %s", problem->message,
+                    back->message);
     else
-        g_set_error(error, VP_ERROR, VP_ERROR_SYSTEM, "%s", problem);
+        g_propagate_error(error, g_steal_pointer(&problem));
     return FALSE;
 }

@@ -12,13 +12,15 @@
  */
 #pragma once
 
+#include "daemon/jobs.h"
 #include "daemon/manager.h"
 #include "libvirt/connection.h"
 
 typedef struct _vpActuator vpActuator;
 
-/* lock: the state lock, held by the caller; mgr, vc and key (appliedkey.h) are borrowed. */
-vpActuator *vpActuatorNew(GMutex *lock, vpManager *mgr, vpVirConn *vc, GBytes *key);
+/* lock: the state lock, held by the caller; mgr, vc, jobs and key (appliedkey.h) are
+ * borrowed. */
+vpActuator *vpActuatorNew(GMutex *lock, vpManager *mgr, vpVirConn *vc, vpJobs *jobs, GBytes *key);
 void vpActuatorFree(vpActuator *a);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpActuator, vpActuatorFree)
 
@@ -26,11 +28,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpActuator, vpActuatorFree)
 gboolean vpActuatorConnected(const vpActuator *a);
 
 /* Pins dom as plan says (plan is copied first), reads libvirt's pins back and, when they
- * show the plan, records it in the domain's live metadata. The ledger is the caller's:
- * this is the placement path, whose plan the ledger already holds. Returns NULL when
- * libvirt shows the plan, otherwise what went wrong, in words (caller frees); after a
- * failure the connection is checked (vpVirConnCheck). */
-char *vpActuatorPin(vpActuator *a, virDomainPtr dom, const vpPlan *plan);
+ * show the plan, records it in the domain's live metadata; the state lock is let go
+ * meanwhile as job's (daemon/jobs.h: the caller commits only if vpJobCurrent(job)). The
+ * ledger is the caller's: this is the placement path, whose plan the ledger already holds.
+ * TRUE when libvirt shows the plan; FALSE with error saying what went wrong, after which
+ * the connection is checked (vpVirConnCheck). */
+bool vpActuatorPin(vpActuator *a, vpJob *job, virDomainPtr dom, const vpPlan *plan, GError **error);
 
 /* Moves vCPUs of running domains: moves is an ordered array of vpMove (core/balance/rebalance.h:
  * domain, vcpu, from and to as Linux CPU numbers), one or several domains, applied as one.
@@ -51,8 +54,11 @@ char *vpActuatorPin(vpActuator *a, virDomainPtr dom, const vpPlan *plan);
  *     (the hook reserved a CPU they left), the new plans stay recorded and the domains are
  *     marked applying with the reason, so that the reconcile pins them as the ledger says.
  *
+ * The moved domains are held as jobs (daemon/jobs.h) from step 1 to the end.
+ *
  * Returns TRUE when libvirt shows every move and the ledger holds them; FALSE with error
  * (VP_ERROR_INVALID: the moves do not match the ledger, nothing was touched;
+ * VP_ERROR_BUSY: another job holds one of the domains, nothing was touched;
  * VP_ERROR_SYSTEM: libvirt refused, rolled back as above). The ledger is left dirty for
  * the caller to save. */
 gboolean vpActuatorMove(vpActuator *a, GPtrArray *moves, GError **error);

@@ -18,17 +18,17 @@ typedef enum {
     JOB_MOVING,      /* the actuator has it: the ledger holds the moves */
     JOB_DONE,        /* error says how it went */
     JOB_ABANDONED,   /* the waiter gave up first */
-} vpJobState;
+} vpMovesState;
 
 typedef struct {
     gint ref;
     vpAdmission *a;
-    vpJobState state;
+    vpMovesState state;
     char *start;      /* the domain the room is for */
     GPtrArray *moves; /* vpMove */
     GError *error;
     GCond cond;
-} vpJob;
+} vpMovesJob;
 
 typedef struct {
     gint64 when; /* monotonic us */
@@ -69,10 +69,10 @@ recentFree(gpointer data)
     g_free(r);
 }
 
-static vpJob *
+static vpMovesJob *
 jobNew(vpAdmission *a, const vpPlan *plan)
 {
-    vpJob *job = g_new0(vpJob, 1);
+    vpMovesJob *job = g_new0(vpMovesJob, 1);
     job->ref = 1;
     job->a = a;
     job->start = g_strdup(plan->domain);
@@ -84,7 +84,7 @@ jobNew(vpAdmission *a, const vpPlan *plan)
 }
 
 static void
-jobUnref(vpJob *job)
+jobUnref(vpMovesJob *job)
 {
     if (--job->ref)
         return;
@@ -110,7 +110,7 @@ movesText(GPtrArray *moves)
 
 /* error: NULL when libvirt showed the moves. */
 static void
-remember(vpAdmission *a, const vpJob *job, const char *error)
+remember(vpAdmission *a, const vpMovesJob *job, const char *error)
 {
     for (guint i = 0; i < job->moves->len; i++) {
         vpRecent *r = g_new0(vpRecent, 1);
@@ -129,7 +129,7 @@ remember(vpAdmission *a, const vpJob *job, const char *error)
 void
 vpAdmissionJobRun(gpointer data)
 {
-    vpJob *job = data;
+    vpMovesJob *job = data;
     vpAdmission *a = job->a;
     if (job->state != JOB_WAITING)
         return;
@@ -166,7 +166,7 @@ vpAdmissionJobRun(gpointer data)
 void
 vpAdmissionJobDrop(gpointer data)
 {
-    vpJob *job = data;
+    vpMovesJob *job = data;
     if (job->state == JOB_WAITING) {
         job->state = JOB_DONE;
         job->error = g_error_new_literal(VP_ERROR, VP_ERROR_SYSTEM, "vcpuplaced is stopping");
@@ -212,7 +212,7 @@ vpAdmissionSetConfig(vpAdmission *a, const vpCompactConfig *cfg, guint wait_ms)
 static gboolean
 makeRoom(vpAdmission *a, const vpPlan *plan, GError **why)
 {
-    vpJob *job = jobNew(a, plan);
+    vpMovesJob *job = jobNew(a, plan);
     job->ref++; /* the handoff's */
     a->handoff(job, a->handoff_data);
     gint64 end = g_get_monotonic_time() + (gint64)a->wait_ms * 1000;

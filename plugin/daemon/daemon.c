@@ -4,7 +4,7 @@
  * pinning in actuator.c.
  */
 #include "daemon/appliedkey.h"
-#include "daemon/internal.h"
+#include "daemon/daemonpriv.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "host/hwtopo.h"
@@ -21,8 +21,8 @@
 /* Coalesces ledger writes; libvirt's truth covers what a crash in this window loses. */
 #define VP_SAVE_DELAY_MS 20
 
-void
-vpDaemonLog(GLogLevelFlags level, const char *fmt, ...)
+/* A line about the daemon itself; lines about a domain are vpLogDomain()'s. */
+static void G_GNUC_PRINTF(2, 3) vpDaemonLog(GLogLevelFlags level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -100,9 +100,11 @@ vpDaemonHandoff(vpDaemon *d, void (*func)(vpDaemon *d, gpointer data), gpointer 
     g_mutex_unlock(&d->handoff_lock);
 }
 
-void
-vpDaemonNotify(vpDaemon *d, const char *name, virDomainPtr dom, const vpPlan *plan)
+/* Main loop: every listener (and the daemon's own stages) learns what a domain became. */
+static void
+notifyDomain(const char *name, virDomainPtr dom, const vpPlan *plan, gpointer data)
 {
+    vpDaemon *d = data;
     vpBalanceDomain(d->balance, name, plan);
     vpCookiesKick(d->cookies);
     for (guint i = 0; i < d->listeners->len; i++) {
@@ -169,7 +171,7 @@ expireTimeout(gpointer data)
     vpDaemon *d = data;
     g_autoptr(GPtrArray) gone = vpManagerExpire(d->mgr, d->reserve_ttl_us);
     for (guint i = 0; i < gone->len; i++)
-        vpSyncReleased(d, gone->pdata[i], TRUE);
+        vpSyncReleased(d->sync, gone->pdata[i], true);
     if (gone->len)
         vpDaemonScheduleSave(d);
     return G_SOURCE_CONTINUE;
@@ -188,6 +190,57 @@ resync(const char *name, gpointer data)
 {
     vpDaemonResync(data, name);
 }
+
+void
+vpDaemonResync(vpDaemon *d, const char *name)
+{
+    vpSyncQueue(d->sync, name, VP_SYNC_LATE);
+}
+
+static void
+scheduleSave(gpointer data)
+{
+    vpDaemonScheduleSave(data);
+}
+
+/* libvirt's connection: the queue and the hotplug watcher follow it. */
+static void
+onConnected(vpVirConn *vc, gpointer data)
+{
+    vpDaemon *d = data;
+    vpSyncAll(d->sync);
+    vpHotplugConnected(d->hotplug, vpVirConnGet(vc));
+}
+
+static void
+onDisconnected(vpVirConn *vc, const char *reason, gpointer data)
+{
+    vpDaemon *d = data;
+    vpSyncDisconnected(d->sync);
+    vpHotplugConnected(d->hotplug, NULL);
+}
+
+static void
+onLifecycle(vpVirConn *vc, virDomainPtr dom, int event, int detail, gpointer data)
+{
+    vpDaemon *d = data;
+    vpSyncLifecycle(d->sync, dom, event);
+}
+
+static void
+onPinsChanged(vpVirConn *vc, virDomainPtr dom, virTypedParameterPtr params, int nparams,
+              gpointer data)
+{
+    vpDaemon *d = data;
+    vpSyncPinsChanged(d->sync, dom, params, nparams);
+}
+
+static const vpVirConnCallbacks connCallbacks = {
+    .connected = onConnected,
+    .disconnected = onDisconnected,
+    .lifecycle = onLifecycle,
+    .pins_changed = onPinsChanged,
+};
 
 /* The reserve waits for its moves at most this share of the hook's own bound, so that the
  * hook still has its answer when the moves do not come. */
@@ -274,9 +327,7 @@ vpDaemonNew(vpConfig *cfg, GError **error)
     d->cfg = g_steal_pointer(&owned);
     d->mgr = g_steal_pointer(&mgr);
     d->applied_key = g_steal_pointer(&key);
-    d->pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    d->attempts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    d->timers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    d->jobs = vpJobsNew(&d->lock, d->mgr);
     d->listeners = g_array_new(FALSE, FALSE, sizeof(vpListener));
     d->capacity = vpCapacityCacheNew();
     d->report = vpReportNew();
@@ -288,10 +339,12 @@ vpDaemonNew(vpConfig *cfg, GError **error)
         return NULL;
     }
     vpVirInit();
-    d->vc = vpVirConnNew(d->cfg->uri, &vpSyncCallbacks, d);
+    d->vc = vpVirConnNew(d->cfg->uri, &connCallbacks, d);
     vpVirConnSetLock(d->vc, &d->lock);
-    d->act = vpActuatorNew(&d->lock, d->mgr, d->vc, d->applied_key);
+    d->act = vpActuatorNew(&d->lock, d->mgr, d->vc, d->jobs, d->applied_key);
     vpActuatorSetResyncFunc(d->act, resync, d);
+    vpSyncHooks hooks = {notifyDomain, scheduleSave, d};
+    d->sync = vpSyncNew(&d->lock, d->cfg, d->mgr, d->vc, d->act, d->jobs, d->report, &hooks);
     d->admission = vpAdmissionNew(&d->lock, d->mgr, d->act, admissionHandoff, d);
     vpAdmissionSetConfig(d->admission, &d->cfg->admission, admissionWaitMs(d->cfg));
     d->balance = vpBalanceNew(d->cfg, d->mgr, d->act);
@@ -331,18 +384,16 @@ vpDaemonFree(vpDaemon *d)
     vpActuatorFree(d->act);
     g_clear_pointer(&d->applied_key, g_bytes_unref);
     vpVirConnFree(d->vc);
-    vpSyncStop(d);
+    vpSyncFree(d->sync);
     if (d->save_id)
         g_source_remove(d->save_id);
     if (d->expire_id)
         g_source_remove(d->expire_id);
-    g_hash_table_destroy(d->timers);
     g_autoptr(GError) err = NULL;
     if (d->mgr && !vpDaemonFlush(d, &err))
         vpDaemonLog(G_LOG_LEVEL_WARNING, "cannot save the ledger: %s", err->message);
     vpManagerFree(d->mgr);
-    g_hash_table_destroy(d->pending);
-    g_hash_table_destroy(d->attempts);
+    vpJobsFree(d->jobs);
     g_array_free(d->listeners, TRUE);
     vpConfigFree(d->cfg);
     vpReportFree(d->report);
@@ -391,14 +442,14 @@ reload(vpDaemon *d, GError **error)
     vpCookiesSetConfig(d->cookies, d->cfg);
     vpHotplugSetConfig(d->hotplug, d->cfg);
     vpAdmissionSetConfig(d->admission, &d->cfg->admission, admissionWaitMs(d->cfg));
+    vpSyncSetConfig(d->sync, d->cfg);
     d->metrics_warned = FALSE;
     g_autofree char *usable = vpCpuListFormat(vpTopologyUsableSet(vpManagerTopology(d->mgr)));
     vpDaemonLog(G_LOG_LEVEL_INFO,
                 "configuration %s reloaded: usable CPUs %s; %u domains hold CPUs no longer usable",
                 d->cfg->path ? d->cfg->path : "(built-in defaults)", usable, outside->len);
     /* Which domains are managed may have changed, and who was left out may now fit. */
-    d->full_sync = TRUE;
-    vpSyncKick(d);
+    vpSyncAll(d->sync);
     return TRUE;
 }
 
@@ -440,8 +491,7 @@ vpDaemonManager(vpDaemon *d)
 gboolean
 vpDaemonBusy(const vpDaemon *d)
 {
-    return d->work_id || d->save_id || g_hash_table_size(d->timers) || d->full_sync ||
-           vpCookiesBusy(d->cookies) || g_hash_table_size(d->pending);
+    return d->save_id || vpSyncBusy(d->sync) || vpCookiesBusy(d->cookies);
 }
 
 gboolean

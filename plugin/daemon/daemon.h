@@ -3,6 +3,7 @@
  *
  *   daemon.c    life cycle, reload, the state lock and the socket thread's handoffs
  *   sync.c      the reconcile queue: libvirt events and hook notifications -> sync a domain
+ *   jobs.c      one job per domain: decide under the lock, call libvirt outside, commit once
  *   ops.c       the socket operations, one table (dispatch, errors, the protocol reference)
  *   actuator.c  pinning through libvirt, read back, compared, recorded; moves with rollback
  *   admission.c the hook's reserve with moves that make room, made on the main loop
@@ -20,13 +21,15 @@
  * The state lock: the socket thread takes it to answer the hook from the manager alone.
  * The main thread holds it whenever it runs, except while it waits: in poll, in writing the
  * ledger's file, in computing the capacity gauges (on a copy of the ledger), and in libvirt
- * calls, which it makes between vpDaemonUnlock() and
- * vpDaemonLock() (the actuator, cookies and hotplug let the same lock go). Across those, the
- * hook may have reserved or released anything: nothing read from the manager before may be
- * used after. What the socket thread cannot do itself (anything that calls libvirt,
- * anything that reads what the main loop owns) it hands off, without waiting for the state
- * lock: an idle source on the main loop, run after the hook's reply is out, and destroyed
- * unrun when the daemon goes first.
+ * calls. A libvirt call about one domain is made inside that domain's job (jobs.h: the
+ * sync, the actuator's pins and moves, the hook's reserve), which lets the lock go around
+ * it and says, once it has the lock back, whether the domain changed meanwhile; what the
+ * job decided before is committed only if not. Other libvirt calls (cookies, hotplug,
+ * listing domains) are made between vpDaemonUnlock() and vpDaemonLock(), and nothing read
+ * from the manager before may be used after. What the socket thread cannot do itself
+ * (anything that calls libvirt, anything that reads what the main loop owns) it hands off,
+ * without waiting for the state lock: an idle source on the main loop, run after the hook's
+ * reply is out, and destroyed unrun when the daemon goes first.
  */
 #pragma once
 

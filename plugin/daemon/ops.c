@@ -9,7 +9,7 @@
  * (daemon/admission.h). Operator commands read what the main loop owns (the rebalancer's
  * figures, the cookies) and may call libvirt: they are answered there.
  */
-#include "daemon/internal.h"
+#include "daemon/daemonpriv.h"
 #include "daemon/log.h"
 #include "proto/proto.h"
 #include "libvirt/domxml.h"
@@ -33,9 +33,9 @@ afterMain(vpDaemon *d, gpointer data)
     if (a->reconnect)
         vpVirConnPoke(d->vc);
     if (a->name && a->sync)
-        vpSyncQueue(d, a->name, VP_SYNC_HOOK);
+        vpSyncQueue(d->sync, a->name, VP_SYNC_HOOK);
     else if (a->name)
-        vpSyncReleased(d, a->name, a->released);
+        vpSyncReleased(d->sync, a->name, a->released);
     vpDaemonScheduleSave(d);
 }
 
@@ -135,6 +135,42 @@ getDomainXML(vpDaemon *d, JsonObject *req, const char **name, const char **xml, 
     return TRUE;
 }
 
+/* The domain's request, parsed with the state lock let go as the job's: a large XML (4 MiB
+ * at most, bounded to parse in milliseconds) must not hold up the main loop. Nothing is
+ * kept across the gap but the copied defaults; a reload meanwhile is as if it came after
+ * this request. */
+static vpRequest *
+parseRequest(vpDaemon *d, vpJob *job, const char *xml, GError **error)
+{
+    vpPolicy defaults = {0};
+    vpPolicyCopy(&defaults, vpManagerDefaults(d->mgr));
+    vpJobEnter(job);
+    vpRequest *want = vpDomXMLParse(xml, strlen(xml), &defaults, error);
+    vpJobExit(job);
+    vpPolicyClear(&defaults);
+    return want;
+}
+
+/* How long a reserve waits for another job on its domain: the same share of the hook's
+ * bound as its moves get. */
+static guint
+jobWaitMs(const vpDaemon *d)
+{
+    return (guint)d->cfg->hook_timeout_ms / 2;
+}
+
+/* mode=report: the start is reported (what placing it would do), never refused. */
+static JsonNode *
+reportOnly(vpDaemon *d, const char *name, const vpRequest *want, GError **error)
+{
+    if (want)
+        vpReportDomain(d->report, d->mgr, name, want, "mode=report");
+    else
+        vpLogDomain(G_LOG_LEVEL_WARNING, name, "mode=report: not refused: %s", (*error)->message);
+    g_clear_error(error);
+    return ignored();
+}
+
 static JsonNode *
 opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
 {
@@ -142,32 +178,19 @@ opReserve(vpDaemon *d, JsonObject *req, vpServerAfter *after, GError **error)
     JsonNode *reply = NULL;
     if (!getDomainXML(d, req, &name, &xml, &reply, error))
         return reply;
-    /* Parsed without the state lock: a large XML (4 MiB at most, bounded to parse in
-     * milliseconds) must not hold up the main loop. Nothing is kept across the gap but the
-     * copied defaults; a reload meanwhile is as if it came after this request. */
-    vpPolicy defaults = {0};
-    vpPolicyCopy(&defaults, vpManagerDefaults(d->mgr));
-    g_mutex_unlock(&d->lock);
-    g_autoptr(vpRequest) want = vpDomXMLParse(xml, strlen(xml), &defaults, error);
-    g_mutex_lock(&d->lock);
-    vpPolicyClear(&defaults);
-    if (d->cfg->mode == VP_MODE_REPORT) {
-        if (want)
-            vpReportDomain(d->report, d->mgr, name, want, "mode=report");
-        else
-            vpLogDomain(G_LOG_LEVEL_WARNING, name, "mode=report: not refused: %s",
-                        (*error)->message);
-        g_clear_error(error);
-        return ignored();
-    }
+    g_autoptr(vpJob) job = vpJobBegin(d->jobs, name, "reserve", jobWaitMs(d), error);
+    g_autoptr(vpRequest) want = job ? parseRequest(d, job, xml, error) : NULL;
+    if (d->cfg->mode == VP_MODE_REPORT)
+        return reportOnly(d, name, want, error);
     vpReportForget(d->report, name);
     const vpDomRecord *rec = vpManagerRecord(d->mgr, name);
-    gboolean running = rec && rec->running;
+    bool running = rec && rec->running;
     const vpPlan *plan = want ? vpAdmissionReserve(d->admission, name, want, error) : NULL;
     /* Refused as running: if libvirt no longer runs it (a release never came), the sync
      * releases the stale record and the next start goes through. */
     setAfter(after, d, running ? name : NULL)->sync = running;
     if (!plan) {
+        g_atomic_int_inc(&d->refusals[refusalOf(*error)]);
         vpLogDomain(G_LOG_LEVEL_WARNING, name, "start refused: %s", (*error)->message);
         return NULL;
     }
@@ -217,7 +240,7 @@ notifyOp(vpDaemon *d, JsonObject *req, vpServerAfter *after, gboolean sync, gboo
         a->reconnect = reconnect;
     } else {
         vpReportForget(d->report, name);
-        a->released = vpSyncReleaseRecord(d, name);
+        a->released = vpSyncReleaseRecord(d->sync, name);
     }
     return vpProtoReplyOk(NULL);
 }
@@ -489,8 +512,6 @@ vpOpsHandle(JsonObject *req, vpServerCall *call, vpServerAfter *after, gpointer 
         g_mutex_lock(&d->lock);
         JsonNode *reply = op->run(d, req, after, &err);
         g_mutex_unlock(&d->lock);
-        if (!reply && strcmp(name, "reserve") == 0)
-            g_atomic_int_inc(&d->refusals[refusalOf(err)]);
         return reply ? reply : replyFromError(err);
     }
     vpOperatorCall *oc = g_new0(vpOperatorCall, 1);

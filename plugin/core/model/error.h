@@ -14,4 +14,5 @@ typedef enum {
     VP_ERROR_REFUSED,     /* the policy cannot be met on this host now */
     VP_ERROR_SYSTEM,      /* an OS or library call failed */
     VP_ERROR_UNSUPPORTED, /* the kernel or hypervisor lacks a feature */
+    VP_ERROR_BUSY,        /* another job holds the domain (daemon/jobs.h) */
 } vpErrorCode;

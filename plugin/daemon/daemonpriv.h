@@ -1,7 +1,7 @@
 /*
  * What the daemon's own files share (daemon.c: life cycle, the state lock and handoffs;
- * sync.c: the reconcile queue; ops.c: the socket operations). Nothing outside
- * plugin/daemon/{daemon,sync,ops}.c includes this.
+ * ops.c: the socket operations). Nothing outside plugin/daemon/{daemon,ops}.c includes
+ * this: the reconcile queue (sync.h) and the jobs (jobs.h) are handed what they use.
  */
 #pragma once
 
@@ -11,9 +11,11 @@
 #include "daemon/cookies.h"
 #include "daemon/daemon.h"
 #include "daemon/hotplug.h"
+#include "daemon/jobs.h"
 #include "daemon/metrics.h"
 #include "daemon/report.h"
 #include "daemon/server.h"
+#include "daemon/sync.h"
 #include "libvirt/connection.h"
 
 typedef struct {
@@ -30,11 +32,8 @@ struct _vpDaemon {
     vpActuator *act;
     GBytes *applied_key; /* signs and checks the applied-pins records (appliedkey.h) */
     vpAdmission *admission;
-    GHashTable *pending;  /* name -> VP_SYNC_* flags */
-    GHashTable *attempts; /* name -> failed apply attempts so far */
-    GHashTable *timers;   /* name -> armed retry timer */
-    gboolean full_sync;
-    guint work_id;
+    vpJobs *jobs;
+    vpSync *sync;
     guint save_id;
     guint save_failures; /* consecutive; a failed save is retried with backoff */
     guint expire_id;
@@ -53,33 +52,14 @@ struct _vpDaemon {
                          * configuration; NULL once one succeeds */
 };
 
-/* Why a domain is to be synced. */
-#define VP_SYNC_HOOK 1u /* the hook's "started" (its reply is out) */
-#define VP_SYNC_LATE 2u /* a retry or the fallback: whatever blocked has had its time */
-
 /* daemon.c */
-void vpDaemonLog(GLogLevelFlags level, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* Any thread, with or without the state lock (the socket thread hands off after-work
  * without it, so that it never waits for the main loop): func runs on the main loop, or
  * destroy when the daemon goes first. */
 void vpDaemonHandoff(vpDaemon *d, void (*func)(vpDaemon *d, gpointer data), gpointer data,
                      GDestroyNotify destroy);
-/* Main loop: every listener (and the daemon's own stages) learns what a domain became. */
-void vpDaemonNotify(vpDaemon *d, const char *name, virDomainPtr dom, const vpPlan *plan);
 /* Main loop: the ledger is written soon if it changed. */
 void vpDaemonScheduleSave(vpDaemon *d);
-
-/* sync.c */
-extern const vpVirConnCallbacks vpSyncCallbacks;
-void vpSyncQueue(vpDaemon *d, const char *name, guint flags);
-/* Starts the queue's idle source when there is work and libvirt is there. */
-void vpSyncKick(vpDaemon *d);
-/* Any thread, state lock held: forgets a record (logged); FALSE when it was unknown. */
-gboolean vpSyncReleaseRecord(vpDaemon *d, const char *name);
-/* Main loop: what the release of a record means for the rest of the daemon. */
-void vpSyncReleased(vpDaemon *d, const char *name, gboolean known);
-/* Stops every timer the queue armed (the daemon goes). */
-void vpSyncStop(vpDaemon *d);
 
 /* ops.c */
 /* The server's handler (server.h); data is the daemon. */
