@@ -204,12 +204,12 @@ vpManagerSave(vpManager *m, GError **error)
     return TRUE;
 }
 
-char *
-vpManagerSaveText(vpManager *m, char **path)
+GPtrArray *
+vpManagerSavePlans(vpManager *m, char **path)
 {
     *path = g_strdup(m->state_path);
     m->dirty = FALSE;
-    return vpLedgerToText(m->ledger);
+    return vpLedgerPlansCopy(m->ledger);
 }
 
 void

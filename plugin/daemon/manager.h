@@ -60,9 +60,10 @@ GPtrArray *vpManagerNames(const vpManager *m);
 /* Changed since the last vpManagerSave(). */
 gboolean vpManagerDirty(const vpManager *m);
 gboolean vpManagerSave(vpManager *m, GError **error);
-/* The ledger's text now and the path to write it to (both the caller's), for a save made
- * without the state lock; counted saved from here, until vpManagerSaveFailed(). */
-char *vpManagerSaveText(vpManager *m, char **path);
+/* The ledger's plans now (vpLedgerPlansCopy()) and the path to write them to (both the
+ * caller's), for a save turned into text and written without the state lock; counted saved
+ * from here, until vpManagerSaveFailed(). */
+GPtrArray *vpManagerSavePlans(vpManager *m, char **path);
 void vpManagerSaveFailed(vpManager *m);
 
 /* Requests come from the domain XML, parsed once by libvirt/domxml.h with

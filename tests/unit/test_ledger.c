@@ -271,6 +271,23 @@ ledgerText(const vpLedger *ledger)
 }
 
 /* The file's text, without a file: what the adapter writes reads back the same. */
+/* A save's copy of the plans gives the text of the ledger it was taken from, whatever
+ * the ledger does after the copy. */
+START_TEST(test_plans_copy_text)
+{
+    g_autoptr(vpTopology) topo = testTopology();
+    g_autoptr(vpLedger) ledger = threeDomains(topo);
+    g_autofree char *want = vpLedgerToText(ledger);
+    g_autoptr(GPtrArray) plans = vpLedgerPlansCopy(ledger);
+    g_autofree char *got = NULL;
+
+    ck_assert_uint_eq(plans->len, 3);
+    ck_assert(vpLedgerRemove(ledger, ((const vpPlan *)plans->pdata[0])->domain));
+    got = vpLedgerPlansToText(topo, plans);
+    ck_assert_str_eq(got, want);
+}
+END_TEST
+
 START_TEST(test_text_round_trip)
 {
     g_autoptr(vpTopology) topo = testTopology();
@@ -1047,6 +1064,7 @@ vpTestSuite(void)
     tcase_add_test(tc, test_remove_and_replace);
     tcase_add_test(tc, test_json_round_trip);
     tcase_add_test(tc, test_text_round_trip);
+    tcase_add_test(tc, test_plans_copy_text);
     tcase_add_test(tc, test_copy);
     tcase_add_test(tc, test_reconcile_memory);
     tcase_add_test(tc, test_node_memory_kept);

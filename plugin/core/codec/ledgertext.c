@@ -9,26 +9,32 @@
 
 #include <string.h>
 
-JsonNode *
-vpLedgerToJson(const vpLedger *ledger)
+/* plans: vpPlan, in name order. */
+static JsonNode *
+plansToJson(const vpTopology *topo, const GPtrArray *plans)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
-    guint i;
 
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "format");
     json_builder_add_int_value(b, VP_JSON_FORMAT);
     json_builder_set_member_name(b, "domains");
     json_builder_begin_array(b);
-    for (i = 0; i < names->len; i++) {
-        const vpPlan *plan = vpLedgerLookup(ledger, names->pdata[i]);
-
-        json_builder_add_value(b, vpPlanToJson(plan, vpLedgerTopology(ledger)));
-    }
+    for (guint i = 0; i < plans->len; i++)
+        json_builder_add_value(b, vpPlanToJson(plans->pdata[i], topo));
     json_builder_end_array(b);
     json_builder_end_object(b);
     return json_builder_get_root(b);
+}
+
+JsonNode *
+vpLedgerToJson(const vpLedger *ledger)
+{
+    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
+
+    for (guint i = 0; i < names->len; i++)
+        names->pdata[i] = (gpointer)vpLedgerLookup(ledger, names->pdata[i]);
+    return plansToJson(vpLedgerTopology(ledger), names);
 }
 
 vpLedger *
@@ -85,17 +91,32 @@ vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error)
     return g_steal_pointer(&ledger);
 }
 
-char *
-vpLedgerToText(const vpLedger *ledger)
+static char *
+jsonToText(JsonNode *root)
 {
     g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autoptr(JsonNode) root = vpLedgerToJson(ledger);
     g_autofree char *text = NULL;
 
     json_generator_set_pretty(gen, TRUE);
     json_generator_set_root(gen, root);
     text = json_generator_to_data(gen, NULL);
     return g_strconcat(text, "\n", NULL);
+}
+
+char *
+vpLedgerToText(const vpLedger *ledger)
+{
+    g_autoptr(JsonNode) root = vpLedgerToJson(ledger);
+
+    return jsonToText(root);
+}
+
+char *
+vpLedgerPlansToText(const vpTopology *topo, const GPtrArray *plans)
+{
+    g_autoptr(JsonNode) root = plansToJson(topo, plans);
+
+    return jsonToText(root);
 }
 
 vpLedger *

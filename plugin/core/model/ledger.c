@@ -461,6 +461,17 @@ vpLedgerDomains(const vpLedger *ledger)
     return names;
 }
 
+GPtrArray *
+vpLedgerPlansCopy(const vpLedger *ledger)
+{
+    g_autoptr(GPtrArray) names = vpLedgerDomains(ledger);
+    GPtrArray *plans = g_ptr_array_new_full(names->len, (GDestroyNotify)vpPlanFree);
+
+    for (guint i = 0; i < names->len; i++)
+        g_ptr_array_add(plans, vpPlanCopy(g_hash_table_lookup(ledger->plans, names->pdata[i])));
+    return plans;
+}
+
 unsigned
 vpLedgerNDomains(const vpLedger *ledger)
 {

@@ -79,6 +79,13 @@ JsonNode *vpLedgerToJson(const vpLedger *ledger);
 vpLedger *vpLedgerFromJson(const vpTopology *topo, JsonNode *node, GError **error);
 /* The text of a ledger file (pretty JSON and a newline); host/ledgerfile.h writes it. */
 char *vpLedgerToText(const vpLedger *ledger);
+/* Copies of the plans in name order, as a file holds them (free with g_ptr_array_unref()):
+ * taken while the ledger may not change, turned into text after (vpLedgerPlansToText()),
+ * so that a large ledger's JSON is not written under the lock its changes take. */
+GPtrArray *vpLedgerPlansCopy(const vpLedger *ledger);
+/* The text of a ledger file holding plans (vpLedgerPlansCopy()) on topo: what
+ * vpLedgerToText() gives for the ledger they were copied from. */
+char *vpLedgerPlansToText(const vpTopology *topo, const GPtrArray *plans);
 /* Parses len bytes of a ledger file; name (its path) goes into the messages. Empty, corrupt
  * or truncated text is an error naming it. */
 vpLedger *vpLedgerFromText(const vpTopology *topo, const char *text, gsize len, const char *name,
