@@ -18,6 +18,13 @@ For each topology SOURCE (hwloc XML or synthetic:..., with node memory):
   plan's memory per node, Nova's from each placement's vCPUs per node (a VM's memory in
   proportion, as Nova splits an instance over its cells), against the node's memory less
   the reserve; an event that puts a node beyond it is counted as overcommitted.
+- locality, the trade-off of spanning: vcpuplace places the trace three more times, every
+  VM asking one locality: "auto" (the trace as written), "node-first" (locality=numa for
+  each VM that an empty node holds, in vCPUs and memory; auto for the larger ones) and
+  "numa" (every VM). Per run and for Nova: VMs placed, vCPUs admitted, VMs spanning nodes,
+  the mean NUMA span beyond policy (the scorer's numa_span_policy_excess_avg; Nova never
+  spans: it gives a dedicated instance without hw:numa_nodes one cell) and the mean
+  imbalance of spanning VMs (most minus fewest vCPUs on a node they span).
 
 Figures, not a test: it asserts nothing and writes only --out and under --work. Must run
 under the system /usr/bin/python3 (the Nova baseline imports python3-nova).
@@ -81,6 +88,66 @@ class Peaks:
     def result(self):
         return {str(n): {"peak": self.peak[n], "capacity": self.capacity[n]}
                 for n in sorted(self.capacity)}
+
+
+def spans(per_node_counts):
+    """VMs spanning nodes and their mean imbalance, from each placed VM's vCPUs per node."""
+    spanning = [c for c in per_node_counts if len(c) > 1]
+    imbalance = [max(c.values()) - min(c.values()) for c in spanning]
+    return {"spanning_vms": len(spanning),
+            "span_imbalance_avg": round(sum(imbalance) / len(imbalance), 3) if imbalance else 0.0}
+
+
+def with_locality(trace, out_path, which, capacity, node_pus):
+    """The trace with every VM asking one locality (see the module's docstring)."""
+    with open(trace, encoding="utf-8") as f, open(out_path, "w", encoding="utf-8") as out:
+        for line in f:
+            ev = json.loads(line)
+            if ev["op"] == "start" and which == "numa":
+                ev["locality"] = "numa"
+            elif ev["op"] == "start" and which == "node-first":
+                mem = memory_bytes(ev.get("memory")) or 0
+                fits = any(ev["vcpus"] <= node_pus[n] and (cap is None or mem <= cap)
+                           for n, cap in capacity.items())
+                if fits:
+                    ev["locality"] = "numa"
+            out.write(json.dumps(ev) + "\n")
+    return out_path
+
+
+def locality_run(vcpuplace, source, trace):
+    sim = json.loads(run([vcpuplace, "simulate", "--json", "--topology", source, trace]))
+    counts = []
+    for ev in sim["events"]:
+        if ev["op"] == "start" and ev["outcome"] == "placed":
+            per = {}
+            for v in ev["plan"]["vcpus"]:
+                per[v["numa"]] = per.get(v["numa"], 0) + 1
+            counts.append(per)
+    m = sim["metrics"]
+    return {"placed": m["placed"], "refused": m["refused"],
+            "vcpus_admitted_pct": m["vcpus_admitted_pct"],
+            "numa_span_policy_excess_avg": m["numa_span_policy_excess_avg"], **spans(counts)}
+
+
+def nova_locality(out_path, node_of_cpu):
+    asked = placed_vcpus = 0
+    counts = []
+    with open(out_path, encoding="utf-8") as f:
+        for ln in f:
+            rec = json.loads(ln)
+            if rec["op"] == "stop":
+                continue
+            asked += rec["vcpus"]
+            if not rec.get("refused"):
+                placed_vcpus += rec["vcpus"]
+                per = {}
+                for c in rec["cpus"]:
+                    per[node_of_cpu[c]] = per.get(node_of_cpu[c], 0) + 1
+                counts.append(per)
+    return {"placed": len(counts), "vcpus_admitted_pct": round(100.0 * placed_vcpus / asked, 3),
+            "numa_span_policy_excess_avg": 0.0 if not spans(counts)["spanning_vms"] else None,
+            **spans(counts)}
 
 
 def simulate(vcpuplace, source, trace, capacity):
@@ -150,6 +217,15 @@ def fit_topology(args, source):
     for side in ("vcpuplace", "nova"):
         out[side]["refusals_memory_adds"] = (out[side]["refused"] -
                                              out[f"{side}_without_memory"]["refused"])
+    node_pus = {}
+    for cpu, node in node_of_cpu.items():
+        node_pus[node] = node_pus.get(node, 0) + 1
+    out["locality"] = {
+        which: locality_run(args.vcpuplace, source,
+                            with_locality(trace, os.path.join(work, f"trace-{which}.jsonl"),
+                                          which, capacity, node_pus))
+        for which in ("auto", "node-first", "numa")}
+    out["locality"]["nova"] = nova_locality(os.path.join(work, "nova.jsonl"), node_of_cpu)
     return out
 
 
@@ -176,6 +252,13 @@ def main():
             print(f"  {side:9} placed {d['placed']}, refused {d['refused']} "
                   f"({d['refusals_memory_adds']:+d} with memory), overcommitted events "
                   f"{d['overcommitted_events']}; peak {peak}")
+        print("  locality   placed  vCPUs admitted  spanning VMs  span beyond policy  "
+              "span imbalance")
+        for which, d in r["locality"].items():
+            beyond = d["numa_span_policy_excess_avg"]
+            print(f"  {which:10} {d['placed']:6}  {d['vcpus_admitted_pct']:13.1f}%  "
+                  f"{d['spanning_vms']:12}  {'-' if beyond is None else f'{beyond:.3f}':>18}  "
+                  f"{d['span_imbalance_avg']:14.2f}")
 
 
 if __name__ == "__main__":
