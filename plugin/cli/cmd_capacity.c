@@ -124,30 +124,23 @@ printText(const vpTopology *topo, const vpLedger *ledger, const vpCapacityShape 
         printShape(&fits[i], nnodes);
 }
 
-/* --flavor; else --vcpus; else the configuration's capacity_flavors, else its capacity_vcpus,
- * else the built-in list of vCPU counts. */
+/* --flavor; else --vcpus; else what the gauges count: the configuration's capacity_vcpus (else
+ * the built-in list), then its capacity_flavors. */
 static vpCapacity *
 compute(const vpCliOptions *opts, const vpTopology *topo, const vpLedger *ledger,
         const vpPolicy *defaults, char **flavor_specs, const char *vcpus_list, GError **error)
 {
     g_autoptr(GArray) flavors = vpFlavorArrayNew();
     g_autoptr(GArray) counts = NULL;
-    g_autofree char *list = NULL;
+    g_autofree char *list = g_strdup(vcpus_list);
+    g_autofree char *conf_flavors = NULL;
 
     for (char **f = flavor_specs; f && *f; f++) {
         if (!vpFlavorParseList("--flavor", *f, defaults, flavors, error))
             return NULL;
     }
-    if (!flavor_specs && !vcpus_list) {
-        if (!(list = vpCliConfValue(opts, "daemon", "capacity_flavors", error)) && *error)
-            return NULL;
-        if (list && !vpFlavorParseList("capacity_flavors", list, defaults, flavors, error))
-            return NULL;
-    }
-    if (flavors->len > 0)
+    if (flavor_specs)
         return vpCapacityComputeFlavors(topo, ledger, flavors, error);
-    g_clear_pointer(&list, g_free);
-    list = g_strdup(vcpus_list);
     if (!list && !(list = vpCliConfValue(opts, "daemon", "capacity_vcpus", error))) {
         if (*error)
             return NULL;
@@ -155,7 +148,13 @@ compute(const vpCliOptions *opts, const vpTopology *topo, const vpLedger *ledger
     }
     if (!(counts = vpCapacityParseVcpus(list, error)))
         return NULL;
-    return vpCapacityCompute(topo, ledger, defaults, counts, error);
+    vpCapacityCountFlavors(flavors, counts, defaults);
+    if (!vcpus_list && (conf_flavors = vpCliConfValue(opts, "daemon", "capacity_flavors", error)) &&
+        !vpFlavorParseList("capacity_flavors", conf_flavors, defaults, flavors, error))
+        return NULL;
+    if (*error)
+        return NULL;
+    return vpCapacityComputeFlavors(topo, ledger, flavors, error);
 }
 
 static void

@@ -25,8 +25,8 @@
  *                                 placed on a node only where the rest holds its memory
  *   capacity_vcpus=1,2,4,8        the vCPU counts of the capacity gauges' shapes (and of
  *                                 `vcpuplace capacity` without --vcpus)
- *   capacity_flavors=F:vcpus=4,memory=8GiB,smt=isolate; ...   the cloud's flavors: what
- *                                 `vcpuplace capacity` counts without --flavor or --vcpus
+ *   capacity_flavors=F:vcpus=4,memory=8GiB,smt=isolate; ...   the cloud's flavors, whose
+ *                                 capacity the gauges count by flavor
  *   mode=report                   report: say what would be placed, pin and refuse nothing;
  *                                 enforce: place, pin and refuse
  *   adopt_running=no              whether enforce places domains found running that the

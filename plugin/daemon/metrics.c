@@ -5,6 +5,7 @@
  */
 #include "daemon/metrics.h"
 #include "core/place/capacity.h"
+#include "core/place/flavor.h"
 #include "core/balance/pressure.h"
 
 #include <math.h>
@@ -220,6 +221,15 @@ declareFamilies(vpMetrics *m)
                      "number)");
     vpMetricsDeclare(m, "vcpuplace_capacity_spanning_vms", "gauge",
                      "Of vcpuplace_capacity_vms, those that fit only over several NUMA nodes");
+    vpMetricsDeclare(m, "vcpuplace_capacity_flavor_vms", "gauge",
+                     "VMs of each flavor of capacity_flavors (vCPUs, memory, huge pages, policy) "
+                     "that still fit on the host, as vcpuplace capacity counts them");
+    vpMetricsDeclare(m, "vcpuplace_capacity_flavor_node_vms", "gauge",
+                     "Of vcpuplace_capacity_flavor_vms, those that fit within the NUMA node "
+                     "(Linux node number)");
+    vpMetricsDeclare(m, "vcpuplace_capacity_flavor_spanning_vms", "gauge",
+                     "Of vcpuplace_capacity_flavor_vms, those that fit only over several NUMA "
+                     "nodes");
 }
 
 static void
@@ -353,7 +363,7 @@ struct _vpCapacityJob {
     const vpTopology *topo;
     vpLedger *ledger; /* the copy the placements run on */
     vpPolicy defaults;
-    GArray *counts;
+    GArray *flavors; /* the shapes of the counts, then the configuration's flavors */
     vpCapacity *cap; /* once run */
 };
 
@@ -365,28 +375,35 @@ vpCapacityJobFree(vpCapacityJob *job)
     g_free(job->inputs);
     vpLedgerFree(job->ledger);
     vpPolicyClear(&job->defaults);
-    if (job->counts)
-        g_array_unref(job->counts);
+    if (job->flavors)
+        g_array_unref(job->flavors);
     vpCapacityFree(job->cap);
     g_free(job);
 }
 
 vpCapacityJob *
 vpCapacityCacheBegin(const vpCapacityCache *cache, const vpTopology *topo, const vpLedger *ledger,
-                     const vpPolicy *defaults, const char *shapes, GError **error)
+                     const vpPolicy *defaults, const char *shapes, const char *flavors,
+                     GError **error)
 {
     g_autoptr(vpCapacityJob) job = g_new0(vpCapacityJob, 1);
+    g_autoptr(GArray) counts = NULL;
 
     job->generation = vpLedgerGeneration(ledger);
     job->inputs =
-        g_strdup_printf("%s %s %s %s %s %s %s", shapes, vpSmtName(defaults->smt),
-                        defaults->group ? defaults->group : "",
+        g_strdup_printf("%s|%s %s %s %s %s %s %s", shapes, flavors ? flavors : "",
+                        vpSmtName(defaults->smt), defaults->group ? defaults->group : "",
                         vpCoreschedName(defaults->coresched), vpLocalityName(defaults->locality),
                         vpEmulatorName(defaults->emulator), vpRebalanceName(defaults->rebalance));
     if (cache->cap && cache->generation == job->generation &&
         strcmp(cache->inputs, job->inputs) == 0)
         return NULL;
-    if (!(job->counts = vpCapacityParseVcpus(shapes, error)) ||
+    job->flavors = vpFlavorArrayNew();
+    if (!(counts = vpCapacityParseVcpus(shapes, error)))
+        return NULL;
+    vpCapacityCountFlavors(job->flavors, counts, defaults);
+    if ((flavors &&
+         !vpFlavorParseList("capacity_flavors", flavors, defaults, job->flavors, error)) ||
         !(job->ledger = vpLedgerCopy(ledger, topo, error)))
         return NULL;
     job->topo = topo;
@@ -397,7 +414,7 @@ vpCapacityCacheBegin(const vpCapacityCache *cache, const vpTopology *topo, const
 gboolean
 vpCapacityJobRun(vpCapacityJob *job, GError **error)
 {
-    job->cap = vpCapacityCompute(job->topo, job->ledger, &job->defaults, job->counts, error);
+    job->cap = vpCapacityComputeFlavors(job->topo, job->ledger, job->flavors, error);
     return job->cap != NULL;
 }
 
@@ -416,11 +433,12 @@ vpCapacityCacheFinish(vpCapacityCache *cache, vpCapacityJob *job)
 
 const vpCapacity *
 vpCapacityCacheGet(vpCapacityCache *cache, const vpTopology *topo, const vpLedger *ledger,
-                   const vpPolicy *defaults, const char *shapes, GMutex *lock, GError **error)
+                   const vpPolicy *defaults, const char *shapes, const char *flavors, GMutex *lock,
+                   GError **error)
 {
     GError *local = NULL;
     g_autoptr(vpCapacityJob) job =
-        vpCapacityCacheBegin(cache, topo, ledger, defaults, shapes, &local);
+        vpCapacityCacheBegin(cache, topo, ledger, defaults, shapes, flavors, &local);
     gboolean ran;
 
     if (!job) {
@@ -443,9 +461,53 @@ vpCapacityCacheComputations(const vpCapacityCache *cache)
     return cache->computations;
 }
 
+static void
+addShapeCapacity(vpMetrics *m, const vpTopology *topo, const vpCapacity *cap,
+                 const vpCapacityShape *s)
+{
+    char vcpus[24], numa[24];
+
+    g_snprintf(vcpus, sizeof(vcpus), "%u", s->vcpus);
+    vpMetricsAdd(m, "vcpuplace_capacity_vms", s->host, "vcpus", vcpus, "smt", vpSmtName(s->smt),
+                 NULL);
+    vpMetricsAdd(m, "vcpuplace_capacity_spanning_vms", s->spanning, "vcpus", vcpus, "smt",
+                 vpSmtName(s->smt), NULL);
+    for (int n = 0; n < cap->nnodes; n++) {
+        const vpGroup *g = vpTopologyGroup(topo, VP_LEVEL_NUMA, n);
+
+        if (g->made_up)
+            continue;
+        g_snprintf(numa, sizeof(numa), "%u", g->os);
+        vpMetricsAdd(m, "vcpuplace_capacity_node_vms", s->nodes[n], "vcpus", vcpus, "smt",
+                     vpSmtName(s->smt), "numa", numa, NULL);
+    }
+}
+
+/* A flavor's series are keyed by its name alone: its vCPUs, memory and policy are the
+ * configuration's to say. */
+static void
+addFlavorCapacity(vpMetrics *m, const vpTopology *topo, const vpCapacity *cap,
+                  const vpCapacityShape *s)
+{
+    char numa[24];
+
+    vpMetricsAdd(m, "vcpuplace_capacity_flavor_vms", s->host, "flavor", s->flavor, NULL);
+    vpMetricsAdd(m, "vcpuplace_capacity_flavor_spanning_vms", s->spanning, "flavor", s->flavor,
+                 NULL);
+    for (int n = 0; n < cap->nnodes; n++) {
+        const vpGroup *g = vpTopologyGroup(topo, VP_LEVEL_NUMA, n);
+
+        if (g->made_up)
+            continue;
+        g_snprintf(numa, sizeof(numa), "%u", g->os);
+        vpMetricsAdd(m, "vcpuplace_capacity_flavor_node_vms", s->nodes[n], "flavor", s->flavor,
+                     "numa", numa, NULL);
+    }
+}
+
 /* The capacity gauges, from core/place/capacity.c as `vcpuplace capacity` computes them, for the
- * configuration's vCPU counts ([daemon] capacity_vcpus). A failure leaves the family
- * without samples and is logged. */
+ * configuration's vCPU counts ([daemon] capacity_vcpus) and flavors (capacity_flavors). A failure
+ * leaves the family without samples and is logged. */
 static void
 addCapacity(vpMetrics *m, const vpMetricsSources *src)
 {
@@ -456,7 +518,8 @@ addCapacity(vpMetrics *m, const vpMetricsSources *src)
     g_autoptr(GError) err = NULL;
     const vpCapacity *cap =
         vpCapacityCacheGet(src->capacity ? src->capacity : once, topo, vpManagerLedger(src->mgr),
-                           vpManagerDefaults(src->mgr), shapes, src->lock, &err);
+                           vpManagerDefaults(src->mgr), shapes,
+                           src->cfg ? src->cfg->capacity_flavors : NULL, src->lock, &err);
 
     if (!cap) {
         g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, "VCPUPLACE_EVENT", "metrics", "MESSAGE",
@@ -465,22 +528,11 @@ addCapacity(vpMetrics *m, const vpMetricsSources *src)
     }
     for (guint i = 0; i < cap->nshapes; i++) {
         const vpCapacityShape *s = &cap->shapes[i];
-        char vcpus[24], numa[24];
 
-        g_snprintf(vcpus, sizeof(vcpus), "%u", s->vcpus);
-        vpMetricsAdd(m, "vcpuplace_capacity_vms", s->host, "vcpus", vcpus, "smt", vpSmtName(s->smt),
-                     NULL);
-        vpMetricsAdd(m, "vcpuplace_capacity_spanning_vms", s->spanning, "vcpus", vcpus, "smt",
-                     vpSmtName(s->smt), NULL);
-        for (int n = 0; n < cap->nnodes; n++) {
-            const vpGroup *g = vpTopologyGroup(topo, VP_LEVEL_NUMA, n);
-
-            if (g->made_up)
-                continue;
-            g_snprintf(numa, sizeof(numa), "%u", g->os);
-            vpMetricsAdd(m, "vcpuplace_capacity_node_vms", s->nodes[n], "vcpus", vcpus, "smt",
-                         vpSmtName(s->smt), "numa", numa, NULL);
-        }
+        if (s->flavor)
+            addFlavorCapacity(m, topo, cap, s);
+        else
+            addShapeCapacity(m, topo, cap, s);
     }
 }
 

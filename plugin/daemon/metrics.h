@@ -52,15 +52,17 @@ vpCapacityCache *vpCapacityCacheNew(void);
 void vpCapacityCacheFree(vpCapacityCache *cache);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpCapacityCache, vpCapacityCacheFree)
 /* The figures for topo, ledger (on topo), defaults and shapes ("1,2,4,8", [daemon]
- * capacity_vcpus), computed again only when the ledger's generation, the defaults or the
- * shapes differ from the last computation's. NULL with error when they cannot be computed
+ * capacity_vcpus), then each flavor of flavors (capacity_flavors; NULL: none), computed again
+ * only when the ledger's generation, the defaults or the shapes differ from the last
+ * computation's. NULL with error when they cannot be computed
  * (the cache keeps what it had). lock (may be NULL), held by the caller, is let go while the
  * placements run (vpCapacityJobRun()): a large host's capacity takes seconds, and every
  * reserve of the hook waits for the state lock; the figures are then those of the ledger as
  * it was when asked. */
 const vpCapacity *vpCapacityCacheGet(vpCapacityCache *cache, const vpTopology *topo,
                                      const vpLedger *ledger, const vpPolicy *defaults,
-                                     const char *shapes, GMutex *lock, GError **error);
+                                     const char *shapes, const char *flavors, GMutex *lock,
+                                     GError **error);
 
 /* vpCapacityCacheGet() in its three steps, decided under the lock, run outside it,
  * committed under it. Begin copies what the computation needs (the ledger, the defaults,
@@ -70,7 +72,7 @@ const vpCapacity *vpCapacityCacheGet(vpCapacityCache *cache, const vpTopology *t
 typedef struct _vpCapacityJob vpCapacityJob;
 vpCapacityJob *vpCapacityCacheBegin(const vpCapacityCache *cache, const vpTopology *topo,
                                     const vpLedger *ledger, const vpPolicy *defaults,
-                                    const char *shapes, GError **error);
+                                    const char *shapes, const char *flavors, GError **error);
 gboolean vpCapacityJobRun(vpCapacityJob *job, GError **error);
 const vpCapacity *vpCapacityCacheFinish(vpCapacityCache *cache, vpCapacityJob *job);
 void vpCapacityJobFree(vpCapacityJob *job);

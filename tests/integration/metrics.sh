@@ -33,6 +33,7 @@ housekeeping_cpus=0
 socket=$tmp/vcpuplaced.sock
 state=$tmp/ledger.json
 capacity_vcpus=3, 6
+capacity_flavors=iso.2:vcpus=2,memory=1GiB,smt=isolate; big:vcpus=6,memory=2GiB
 [rebalance]
 mode=advise
 CONF
@@ -70,7 +71,8 @@ grep -q "^vcpuplace_build_info{version=\"$version\"} 1\$" "$tmp/metrics.prom" ||
 grep -q '^vcpuplace_moves_total{reason="rebalance"} 0$' "$tmp/metrics.prom" ||
     fail "moves are not counted by reason"
 
-# Both take their shapes from capacity_vcpus: the CLI through --config, without --vcpus.
+# Both take their shapes from capacity_vcpus and capacity_flavors: the CLI through --config,
+# without --vcpus or --flavor.
 "$cli" capacity "${conf[@]}" --live --socket "$tmp/vcpuplaced.sock" --json >"$tmp/capacity.json"
 python3 - "$tmp/capacity.json" "$tmp/metrics.prom" <<'PY' || fail "capacity gauges differ from vcpuplace capacity"
 import json, re, sys
@@ -81,16 +83,25 @@ def gauge(name, **labels):
     m = re.search(r"^%s\{%s\} (\d+)$" % (name, re.escape(want)), text, re.M)
     assert m, f"no {name}{{{want}}}"
     return int(m.group(1))
-assert sorted({s["vcpus"] for s in cap["shapes"]}) == [3, 6], cap["shapes"]
+flavors = [s for s in cap["shapes"] if s["flavor"]]
+assert [s["flavor"] for s in flavors] == ["iso.2", "big"], cap["shapes"]
+for s in flavors:
+    assert gauge("vcpuplace_capacity_flavor_vms", flavor=s["flavor"]) == s["host"], s
+    assert gauge("vcpuplace_capacity_flavor_spanning_vms", flavor=s["flavor"]) == s["spanning"], s
+    for n in s["nodes"]:
+        assert gauge("vcpuplace_capacity_flavor_node_vms", flavor=s["flavor"], numa=n["numa"]) == n["fit"], (s, n)
+assert any(s["host"] for s in flavors), "no flavor fits: the comparison shows nothing"
+shapes = [s for s in cap["shapes"] if not s["flavor"]]
+assert sorted({s["vcpus"] for s in shapes}) == [3, 6], cap["shapes"]
 assert not re.search(r'^vcpuplace_capacity_vms\{vcpus="(1|2|4|8)"', text, re.M), "default shapes in the gauges"
 checked = 0
-for s in cap["shapes"]:
+for s in shapes:
     assert gauge("vcpuplace_capacity_vms", vcpus=s["vcpus"], smt=s["smt"]) == s["host"], s
     assert gauge("vcpuplace_capacity_spanning_vms", vcpus=s["vcpus"], smt=s["smt"]) == s["spanning"], s
     for n in s["nodes"]:
         assert gauge("vcpuplace_capacity_node_vms", vcpus=s["vcpus"], smt=s["smt"], numa=n["numa"]) == n["fit"], (s, n)
         checked += 1
 assert checked == 2 * 8, checked
-assert any(s["host"] for s in cap["shapes"]), "nothing fits: the comparison shows nothing"
+assert any(s["host"] for s in shapes), "nothing fits: the comparison shows nothing"
 PY
 echo "metrics: all checks passed"

@@ -137,7 +137,7 @@ START_TEST(test_capacity_cache)
     const vpCapacity *cap;
 
     vpPolicyInitDefaults(&defaults);
-#define GET(shapes) vpCapacityCacheGet(cache, topo, ledger, &defaults, shapes, NULL, &err)
+#define GET(shapes) vpCapacityCacheGet(cache, topo, ledger, &defaults, shapes, NULL, NULL, &err)
     cap = GET("1,2");
     ck_assert_msg(cap, "%s", err ? err->message : "");
     ck_assert_uint_eq(vpCapacityCacheComputations(cache), 1);
@@ -184,7 +184,8 @@ START_TEST(test_capacity_cache)
 
     /* A ledger made anew (a reload's copy) is another ledger, even when it holds the same. */
     copy = vpLedgerCopy(ledger, topo, NULL);
-    ck_assert_ptr_nonnull(vpCapacityCacheGet(cache, topo, copy, &defaults, "1,2,4", NULL, &err));
+    ck_assert_ptr_nonnull(
+        vpCapacityCacheGet(cache, topo, copy, &defaults, "1,2,4", NULL, NULL, &err));
     ck_assert_uint_eq(vpCapacityCacheComputations(cache), 8);
 #undef GET
     vpPolicyClear(&defaults);
@@ -234,7 +235,7 @@ START_TEST(test_capacity_off_lock)
     vpPolicyInitDefaults(&defaults);
     g_mutex_init(&lock);
     g_mutex_lock(&lock); /* as vcpuplaced's main thread holds it while it collects */
-    job = vpCapacityCacheBegin(cache, topo, ledger, &defaults, "1,2", &err);
+    job = vpCapacityCacheBegin(cache, topo, ledger, &defaults, "1,2", NULL, &err);
     ck_assert_msg(job, "%s", err ? err->message : "");
     g_mutex_unlock(&lock);
     thread = g_thread_new("reserves", reserveBurst, &burst);
@@ -245,9 +246,10 @@ START_TEST(test_capacity_off_lock)
     ck_assert_uint_eq(isolateOnes(vpCapacityCacheFinish(cache, job)), 4);
 
     ck_assert_uint_eq(
-        isolateOnes(vpCapacityCacheGet(cache, topo, ledger, &defaults, "1,2", &lock, &err)), 1);
+        isolateOnes(vpCapacityCacheGet(cache, topo, ledger, &defaults, "1,2", NULL, &lock, &err)),
+        1);
     ck_assert_uint_eq(vpCapacityCacheComputations(cache), 2);
-    ck_assert_ptr_null(vpCapacityCacheBegin(cache, topo, ledger, &defaults, "1,2", &err));
+    ck_assert_ptr_null(vpCapacityCacheBegin(cache, topo, ledger, &defaults, "1,2", NULL, &err));
     ck_assert_ptr_null(err);
     g_mutex_unlock(&lock); /* fails (aborts) unless the scrape gave it back */
     g_mutex_clear(&lock);

@@ -162,12 +162,9 @@ vpCapacityComputeFlavors(const vpTopology *topo, const vpLedger *ledger, const G
     return g_steal_pointer(&cap);
 }
 
-vpCapacity *
-vpCapacityCompute(const vpTopology *topo, const vpLedger *ledger, const vpPolicy *defaults,
-                  const GArray *counts, GError **error)
+void
+vpCapacityCountFlavors(GArray *flavors, const GArray *counts, const vpPolicy *defaults)
 {
-    g_autoptr(GArray) flavors = vpFlavorArrayNew();
-
     for (guint i = 0; i < counts->len; i++) {
         for (int smt = 0; smt < VP_SMT_LAST; smt++) {
             vpFlavor f = {.vcpus = g_array_index(counts, unsigned, i)};
@@ -177,5 +174,14 @@ vpCapacityCompute(const vpTopology *topo, const vpLedger *ledger, const vpPolicy
             g_array_append_val(flavors, f);
         }
     }
+}
+
+vpCapacity *
+vpCapacityCompute(const vpTopology *topo, const vpLedger *ledger, const vpPolicy *defaults,
+                  const GArray *counts, GError **error)
+{
+    g_autoptr(GArray) flavors = vpFlavorArrayNew();
+
+    vpCapacityCountFlavors(flavors, counts, defaults);
     return vpCapacityComputeFlavors(topo, ledger, flavors, error);
 }

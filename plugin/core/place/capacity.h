@@ -53,6 +53,9 @@ GArray *vpCapacityParseVcpus(const char *list, GError **error);
  * defaults and unmet=refuse. The ledger is not changed. */
 vpCapacity *vpCapacityCompute(const vpTopology *topo, const vpLedger *ledger,
                               const vpPolicy *defaults, const GArray *counts, GError **error);
+/* Appends to flavors (vpFlavor) the shapes vpCapacityCompute() counts: each count (unsigned)
+ * x each smt policy, unnamed, the policy's other values from defaults. */
+void vpCapacityCountFlavors(GArray *flavors, const GArray *counts, const vpPolicy *defaults);
 /* Every flavor (vpFlavor) in order, each with its own policy. The ledger is not changed. */
 vpCapacity *vpCapacityComputeFlavors(const vpTopology *topo, const vpLedger *ledger,
                                      const GArray *flavors, GError **error);
