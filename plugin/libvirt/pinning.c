@@ -124,16 +124,14 @@ vpVirPinsApply(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError **er
 {
     const char *name = virDomainGetName(dom);
     for (unsigned i = 0; i < plan->nvcpus; i++) {
-        if (plan->vcpu_pu[i] < 0)
+        g_autoptr(vpBitmap) set = vpPlanVcpuCpus(plan, i);
+        if (!set)
             continue;
-        hwloc_bitmap_t one = hwloc_bitmap_alloc();
-        hwloc_bitmap_only(one, plan->vcpu_pu[i]);
         int maplen;
-        g_autofree unsigned char *map = setToMap(one, &maplen);
-        hwloc_bitmap_free(one);
+        g_autofree unsigned char *map = setToMap(set, &maplen);
         if (virDomainPinVcpuFlags(dom, i, map, maplen, flags) < 0) {
-            vpVirSetError(error, "domain %s: cannot pin vCPU %u to CPU %d", name, i,
-                          plan->vcpu_pu[i]);
+            g_autofree char *list = vpCpuListFormat(set);
+            vpVirSetError(error, "domain %s: cannot pin vCPU %u to CPUs %s", name, i, list);
             return FALSE;
         }
     }

@@ -297,7 +297,15 @@ vpDomXMLPinApplied(xmlNodePtr pin, const vpApplied *a)
         !vpDomXMLAttrNumber(pin, "vcpu", 0, a->vcpus->len - 1, &vcpu, NULL))
         return FALSE;
     cpu = g_array_index(a->vcpus, int, vcpu);
-    return cpu >= 0 && hwloc_bitmap_weight(set) == 1 && hwloc_bitmap_isset(set, cpu);
+    if (cpu >= 0)
+        return hwloc_bitmap_weight(set) == 1 && hwloc_bitmap_isset(set, cpu);
+    /* a vCPU vcpuplace could not place floats over its domain's placed vCPUs' CPUs */
+    g_autoptr(vpBitmap) own = hwloc_bitmap_alloc();
+    for (guint i = 0; i < a->vcpus->len; i++) {
+        if (g_array_index(a->vcpus, int, i) >= 0)
+            hwloc_bitmap_set(own, g_array_index(a->vcpus, int, i));
+    }
+    return !hwloc_bitmap_iszero(own) && hwloc_bitmap_isequal(set, own);
 }
 
 static gboolean

@@ -244,6 +244,51 @@ START_TEST(test_hotplug_without_events)
 }
 END_TEST
 
+/* A domain limited to cpuset, started and idle; policy attributes as startDomain's. */
+static virDomainPtr
+startLimited(vpDaemon *d, const char *name, unsigned current, unsigned max, const char *cpuset)
+{
+    g_autofree char *xml =
+        g_strdup_printf("<domain type='test'><name>%s</name><memory>65536</memory>"
+                        "<vcpu current='%u' cpuset='%s'>%u</vcpu><os><type>hvm</type></os>"
+                        "<metadata><vcpuplace:policy xmlns:vcpuplace='" POLICY_NS "' smt='spread' "
+                        "unmet='degrade'/></metadata></domain>",
+                        name, current, cpuset, max);
+    virDomainPtr dom = define(vpDaemonLibvirt(d), xml);
+    ck_assert_msg(virDomainCreate(dom) == 0, "start: %s", virGetLastErrorMessage());
+    waitIdle(d);
+    return dom;
+}
+
+/* A vCPU hot-plugged where its domain gets no other CPU (its <vcpu cpuset> allows 4 and 6,
+ * and a stranger holds 6): left unpinned, it ran on the stranger's CPU, counted nowhere.
+ * It floats over its own domain's CPUs instead. */
+START_TEST(test_hotplug_unplaced_floats_at_home)
+{
+    writeCookiesConfig("vcpu_poll_ms=100\n");
+    vpDaemon *d = startDaemon();
+    virDomainPtr stranger = startLimited(d, "stranger", 1, 1, "6");
+    ck_assert_int_eq(waitPlan(d, "stranger", 1)->vcpu_pu[0], 6);
+    virDomainPtr dom = startLimited(d, "home", 1, 2, "4,6");
+    ck_assert_int_eq(waitPlan(d, "home", 1)->vcpu_pu[0], 4);
+
+    ck_assert_msg(virDomainSetVcpusFlags(dom, 2, 0) == 0, "setvcpus: %s", virGetLastErrorMessage());
+    const vpPlan *plan = waitPlan(d, "home", 2);
+    ck_assert_int_eq(plan->vcpu_pu[1], -1);
+    ck_assert_msg(plan->degraded_reason && strstr(plan->degraded_reason, "left unpinned"), "%s",
+                  plan->degraded_reason ? plan->degraded_reason : "not degraded");
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vpLivePins) live = vpVirPinsRead(dom, 0, &err);
+    ck_assert_msg(live, "%s", err ? err->message : "");
+    g_autofree char *cpus = vpCpuListFormat(live->vcpu[1]);
+    ck_assert_msg(strcmp(cpus, "4") == 0, "vCPU 1 runs on CPUs %s, not only its domain's CPU 4",
+                  cpus);
+    virDomainFree(stranger);
+    virDomainFree(dom);
+    vpDaemonFree(d);
+}
+END_TEST
+
 Suite *
 vpTestSuite(void)
 {
@@ -255,6 +300,7 @@ vpTestSuite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_cookie_state_reported);
     tcase_add_test(tc, test_hotplug_without_events);
+    tcase_add_test(tc, test_hotplug_unplaced_floats_at_home);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -932,6 +932,24 @@ START_TEST(test_applied_record_forged)
 }
 END_TEST
 
+/* A hot-plugged vCPU vcpuplace could not place floats over its domain's other vCPUs' CPUs:
+ * that pin is vcpuplace's too, and goes with the rest; a float set of other CPUs does not. */
+START_TEST(test_applied_record_floating)
+{
+    g_autoptr(GBytes) key = testKey();
+    g_autofree char *record = signedRecord(key, "web", "2,3,-", NULL);
+    g_autofree char *xml = liveXML("<vcpupin vcpu='0' cpuset='2'/><vcpupin vcpu='1' cpuset='3'/>"
+                                   "<vcpupin vcpu='2' cpuset='2-3'/>",
+                                   record);
+    g_autofree char *out = vpDomXMLStripApplied(xml, strlen(xml), key, NULL);
+    ck_assert_msg(out && !strstr(out, "pin"), "%s", out ? out : "kept");
+    g_autofree char *wider = liveXML("<vcpupin vcpu='0' cpuset='2'/><vcpupin vcpu='1' cpuset='3'/>"
+                                     "<vcpupin vcpu='2' cpuset='2-4'/>",
+                                     record);
+    ck_assert_ptr_null(vpDomXMLStripApplied(wider, strlen(wider), key, NULL));
+}
+END_TEST
+
 START_TEST(test_applied_record_bad)
 {
     static const char *const cases[][2] = {
@@ -998,6 +1016,7 @@ vpTestSuite(void)
     tcase_add_test(policy_tc, test_applied_record_round_trip);
     tcase_add_test(policy_tc, test_applied_record_kept);
     tcase_add_test(policy_tc, test_applied_record_forged);
+    tcase_add_test(policy_tc, test_applied_record_floating);
     tcase_add_test(policy_tc, test_applied_record_bad);
     suite_add_tcase(s, policy_tc);
 

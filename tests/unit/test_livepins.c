@@ -37,9 +37,17 @@ planOf(const int *cpus, unsigned n, const char *emulator)
 START_TEST(test_diff)
 {
     g_autoptr(vpPlan) plan = planOf((const int[]){2, 3, -1}, 3, "0-1");
-    g_autoptr(vpLivePins) same = livePins((const char *[]){"2", "3", "0-7"}, 3, "0-1");
+    g_autoptr(vpLivePins) same = livePins((const char *[]){"2", "3", "2-3"}, 3, "0-1");
     ck_assert_ptr_null(vpLivePinsDiff(same, plan));
     ck_assert(!vpLivePinsVcpusDiffer(same, plan));
+    /* a vCPU the placer could not place floats over its domain's CPUs, not everyone's */
+    g_autoptr(vpLivePins) loose = livePins((const char *[]){"2", "3", "0-7"}, 3, "0-1");
+    g_autofree char *l = vpLivePinsDiff(loose, plan);
+    ck_assert_str_eq(l, "vCPU 2 is pinned to 0-7, planned 2-3");
+    /* one libvirt ran anywhere when the plan was adopted stays so */
+    plan->how = VP_HOW_ADOPTED;
+    ck_assert_ptr_null(vpLivePinsDiff(loose, plan));
+    plan->how = VP_HOW_PLACED;
 
     g_autoptr(vpLivePins) wide = livePins((const char *[]){"2", "0-3", "5"}, 3, "0-1");
     g_autofree char *w = vpLivePinsDiff(wide, plan);
@@ -57,13 +65,13 @@ START_TEST(test_diff)
     /* the vCPUs both know of agree: no move */
     ck_assert(!vpLivePinsVcpusDiffer(fewer, plan));
 
-    g_autoptr(vpLivePins) emu = livePins((const char *[]){"2", "3", ""}, 3, "0-7");
+    g_autoptr(vpLivePins) emu = livePins((const char *[]){"2", "3", "2-3"}, 3, "0-7");
     g_autofree char *e = vpLivePinsDiff(emu, plan);
     ck_assert_str_eq(e, "emulator is pinned to 0-7, planned 0-1");
     ck_assert(!vpLivePinsVcpusDiffer(emu, plan));
 
     /* a driver that cannot say where the emulator is: not compared */
-    g_autoptr(vpLivePins) noemu = livePins((const char *[]){"2", "3", ""}, 3, NULL);
+    g_autoptr(vpLivePins) noemu = livePins((const char *[]){"2", "3", "2-3"}, 3, NULL);
     ck_assert_ptr_null(vpLivePinsDiff(noemu, plan));
 }
 END_TEST

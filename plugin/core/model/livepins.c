@@ -31,16 +31,16 @@ char *
 vpLivePinsDiff(const vpLivePins *pins, const vpPlan *plan)
 {
     for (unsigned i = 0; i < plan->nvcpus; i++) {
-        if (plan->vcpu_pu[i] < 0)
+        g_autoptr(vpBitmap) want = vpPlanVcpuCpus(plan, i);
+        if (!want)
             continue;
         if (i >= pins->nvcpus)
             return g_strdup_printf("vCPU %u is planned but libvirt reports only %u vCPU%s", i,
                                    pins->nvcpus, pins->nvcpus == 1 ? "" : "s");
-        if (hwloc_bitmap_weight(pins->vcpu[i]) != 1 ||
-            !hwloc_bitmap_isset(pins->vcpu[i], plan->vcpu_pu[i])) {
+        if (!hwloc_bitmap_isequal(pins->vcpu[i], want)) {
             g_autofree char *live = vpCpuListFormat(pins->vcpu[i]);
-            return g_strdup_printf("vCPU %u is pinned to %s, planned %d", i, live,
-                                   plan->vcpu_pu[i]);
+            g_autofree char *planned = vpCpuListFormat(want);
+            return g_strdup_printf("vCPU %u is pinned to %s, planned %s", i, live, planned);
         }
     }
     if (pins->emulator && plan->emulator && !hwloc_bitmap_iszero(plan->emulator) &&

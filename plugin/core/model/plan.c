@@ -263,6 +263,24 @@ vpHowName(vpHow how)
 }
 
 hwloc_bitmap_t
+vpPlanVcpuCpus(const vpPlan *plan, unsigned i)
+{
+    if (plan->vcpu_set && plan->vcpu_set[i] && !hwloc_bitmap_iszero(plan->vcpu_set[i]))
+        return NULL;
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    for (unsigned j = 0; j < plan->nvcpus; j++) {
+        if ((j == i || (plan->vcpu_pu[i] < 0 && plan->how == VP_HOW_PLACED)) &&
+            plan->vcpu_pu[j] >= 0)
+            hwloc_bitmap_set(set, plan->vcpu_pu[j]);
+    }
+    if (hwloc_bitmap_iszero(set)) {
+        hwloc_bitmap_free(set);
+        return NULL;
+    }
+    return set;
+}
+
+hwloc_bitmap_t
 vpPlanHeld(const vpPlan *plan)
 {
     hwloc_bitmap_t held = hwloc_bitmap_dup(plan->reserved);
