@@ -25,7 +25,8 @@ fail(GError **error, const char *fmt, ...)
 static bool
 trusted(const vpPlan *a, const vpPlan *b)
 {
-    return a == b || (a->group && b->group && strcmp(a->group, b->group) == 0);
+    return a == b ||
+           (a->policy.group && b->policy.group && strcmp(a->policy.group, b->policy.group) == 0);
 }
 
 /* Overcommitted smt=share plans may time-share PUs held only by vCPUs of share domains
@@ -114,7 +115,7 @@ keepsCores(const vpPlan *p)
 static bool
 oneCookie(const vpPlan *a, const vpPlan *b)
 {
-    return a->group && b->group && strcmp(a->group, b->group) == 0 &&
+    return a->policy.group && b->policy.group && strcmp(a->policy.group, b->policy.group) == 0 &&
            a->policy.coresched == b->policy.coresched && a->policy.coresched != VP_CORESCHED_VM;
 }
 

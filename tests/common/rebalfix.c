@@ -72,7 +72,6 @@ vpFixPlan(const vpTopology *topo, const char *domain, const char *smt, const cha
 
     ck_assert(vpPolicySetAttr(&plan->policy, "smt", smt, &err));
     if (group) {
-        plan->group = g_strdup(group);
         plan->policy.group = g_strdup(group);
     }
     for (unsigned v = 0; v < n; v++) {
@@ -140,7 +139,7 @@ trusted(const vpLedger *ledger, const vpPlan *plan, const char *other)
 
     if (strcmp(other, plan->domain) == 0)
         return true;
-    if (plan->group && o->group && strcmp(plan->group, o->group) == 0)
+    if (plan->policy.group && o->policy.group && strcmp(plan->policy.group, o->policy.group) == 0)
         return true;
     return plan->policy.smt == VP_SMT_SHARE && o->policy.smt == VP_SMT_SHARE;
 }

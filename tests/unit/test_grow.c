@@ -29,7 +29,6 @@ record(vpLedger *ledger, const char *name, vpSmt smt, const char *group, int l3,
     plan->policy.smt = smt;
     plan->policy.group = g_strdup(group);
     plan->policy.coresched = group ? VP_CORESCHED_GROUP : VP_CORESCHED_VM;
-    plan->group = g_strdup(group);
     memcpy(plan->vcpu_pu, cpus, sizeof(int) * n);
     if (reserved) {
         hwloc_bitmap_t set = vpCpuListParse("reserved", reserved, &error);

@@ -52,7 +52,6 @@ makePlan(const char *name, const char *group, const int *cpus, const char *reser
     plan = vpPlanNew(name, n);
     for (unsigned i = 0; i < n; i++)
         plan->vcpu_pu[i] = cpus[i];
-    plan->group = g_strdup(group);
     plan->policy.group = g_strdup(group);
     if (reserved)
         hwloc_bitmap_list_sscanf(plan->reserved, reserved);
@@ -99,8 +98,8 @@ START_TEST(test_add_owners)
     o = vpLedgerOwner(ledger, pu(topo, 8));
     ck_assert_int_eq(o.kind, VP_OWN_RESERVED);
     ck_assert_int_eq(o.vcpu, -1);
-    ck_assert_str_eq(vpLedgerLookup(ledger, vpLedgerOwner(ledger, pu(topo, 9)).domain)->group,
-                     "blue");
+    ck_assert_str_eq(
+        vpLedgerLookup(ledger, vpLedgerOwner(ledger, pu(topo, 9)).domain)->policy.group, "blue");
     ck_assert(!vpLedgerPUFree(ledger, pu(topo, 9)));
     ck_assert(vpLedgerPUFree(ledger, pu(topo, 2)));
     o = vpLedgerOwner(ledger, pu(topo, 2));

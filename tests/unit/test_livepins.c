@@ -108,7 +108,7 @@ START_TEST(test_to_plan)
     g_autofree char *emu = vpCpuListFormat(plan->emulator);
     ck_assert_str_eq(emu, "0-1");
     ck_assert_int_eq(plan->policy.smt, VP_SMT_ISOLATE);
-    ck_assert_str_eq(plan->group, "tenant-a");
+    ck_assert_str_eq(plan->policy.group, "tenant-a");
     ck_assert_int_eq(plan->level, VP_LEVEL_HOST);
     ck_assert_int_eq(plan->level_index, -1);
     /* what was adopted is what libvirt shows, as far as placed vCPUs and emulator go */

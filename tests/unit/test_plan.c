@@ -35,7 +35,6 @@ testPlan(void)
 {
     vpPlan *plan = vpPlanNew("web", 3);
 
-    plan->group = g_strdup("blue");
     plan->policy.group = g_strdup("blue");
     plan->policy.smt = VP_SMT_PACK;
     plan->policy.emulator = VP_EMULATOR_DEDICATED;
@@ -244,7 +243,7 @@ START_TEST(test_round_trip)
     back = fromText(expected_json, &err);
     ck_assert_msg(back, "%s", err ? err->message : "");
     ck_assert_str_eq(back->domain, "web");
-    ck_assert_str_eq(back->group, "blue");
+    ck_assert_str_eq(back->policy.group, "blue");
     ck_assert_str_eq(back->policy.group, "blue");
     ck_assert_int_eq(back->policy.smt, VP_SMT_PACK);
     ck_assert_int_eq(back->policy.emulator, VP_EMULATOR_DEDICATED);

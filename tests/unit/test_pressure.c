@@ -27,7 +27,6 @@ addMember(vpLedger *ledger, const char *name, const char *group, vpCoresched cor
     g_autoptr(GError) err = NULL;
 
     if (group) {
-        plan->group = g_strdup(group);
         plan->policy.group = g_strdup(group);
     }
     plan->policy.coresched = coresched;

@@ -175,7 +175,7 @@ addReexpand(Ctx *ctx, const vpPlan *plan, const Squeeze *sq, const Decision *d)
 {
     vpMove *m = g_new0(vpMove, 1);
     g_autofree char *beside = sq->mate ? g_strdup_printf("vCPU %d of '%s' of its trust group '%s'",
-                                                         sq->partner, sq->mate, plan->group)
+                                                         sq->partner, sq->mate, plan->policy.group)
                                        : g_strdup_printf("its own vCPU %d", sq->partner);
 
     m->domain = g_strdup(plan->domain);

@@ -530,7 +530,6 @@ vpPlanRead(JsonObject *obj, const char *domain, vpPlan **plan, GError **error)
         return false;
     (*plan)->policy = policy;
     (*plan)->policy.group = g_strdup(group);
-    (*plan)->group = g_strdup(group);
 
     return vpPlanReadHow(obj, *plan, error) && vpPlanReadSets(obj, *plan, error) &&
            vpPlanReadLevel(obj, *plan, error) && vpPlanReadGuestTopology(obj, *plan, error) &&

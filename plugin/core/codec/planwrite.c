@@ -200,7 +200,7 @@ vpPlanToJson(const vpPlan *plan, const vpTopology *topo)
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "domain");
     json_builder_add_string_value(b, plan->domain);
-    vpPlanAddString(b, "group", plan->group);
+    vpPlanAddString(b, "group", plan->policy.group);
     vpPlanPolicyJson(b, &plan->policy);
     json_builder_set_member_name(b, "how");
     json_builder_add_string_value(b, vpHowName(plan->how));

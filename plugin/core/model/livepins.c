@@ -81,8 +81,6 @@ vpLivePinsToPlan(const vpLivePins *pins, const char *domain, const vpPolicy *pol
     vpPlan *plan = vpPlanNew(domain, pins->nvcpus);
     vpPolicyClear(&plan->policy);
     vpPolicyCopy(&plan->policy, policy);
-    g_free(plan->group);
-    plan->group = g_strdup(policy->group);
     plan->how = VP_HOW_ADOPTED;
     for (unsigned i = 0; i < pins->nvcpus; i++)
         plan->vcpu_pu[i] =

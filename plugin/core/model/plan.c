@@ -41,7 +41,6 @@ vpPlanFree(vpPlan *plan)
     if (!plan)
         return;
     g_free(plan->domain);
-    g_free(plan->group);
     vpPolicyClear(&plan->policy);
     g_free(plan->vcpu_pu);
     hwloc_bitmap_free(plan->emulator);
@@ -68,7 +67,6 @@ vpPlanCopy(const vpPlan *plan)
 {
     vpPlan *copy = vpPlanNew(plan->domain, plan->nvcpus);
 
-    copy->group = g_strdup(plan->group);
     vpPolicyCopy(&copy->policy, &plan->policy);
     copy->how = plan->how;
     memcpy(copy->vcpu_pu, plan->vcpu_pu, sizeof(int) * plan->nvcpus);
@@ -407,8 +405,8 @@ vpPlanFormat(const vpPlan *plan, const vpTopology *topo)
     g_autoptr(GString) s = g_string_new(NULL);
 
     g_string_append_printf(s, "domain %s", plan->domain);
-    if (plan->group)
-        g_string_append_printf(s, " (group %s)", plan->group);
+    if (plan->policy.group)
+        g_string_append_printf(s, " (group %s)", plan->policy.group);
     g_string_append_printf(s, ": %s%s\n", vpHowName(plan->how), plan->degraded ? ", degraded" : "");
     g_string_append_printf(
         s,

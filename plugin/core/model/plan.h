@@ -36,7 +36,6 @@ typedef struct {
 
 typedef struct {
     char *domain;
-    char *group;     /* trust group, NULL = alone */
     vpPolicy policy; /* effective policy */
     vpHow how;
     unsigned nvcpus;

@@ -116,7 +116,6 @@ placePinned(const vpTopology *topo, const vpRequest *req)
     g_autoptr(vpPlan) plan = vpPlanNew(req->name, vpRequestPlanVcpus(req));
 
     vpPolicyCopy(&plan->policy, &req->policy);
-    plan->group = g_strdup(req->policy.group);
     plan->how = VP_HOW_PINNED;
     plan->level = VP_LEVEL_HOST;
     plan->level_index = -1;
@@ -147,7 +146,6 @@ placeWith(const vpTopology *topo, const vpLedger *ledger, const vpRequest *req, 
     bool ok = false;
 
     vpPolicyCopy(&plan->policy, &req->policy);
-    plan->group = g_strdup(req->policy.group);
     plan->how = VP_HOW_PLACED;
     plan->page_size = req->hugepage_size;
     vpPlacerCtxInit(&ctx, topo, ledger, req, moves, nmoves);

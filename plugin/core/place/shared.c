@@ -472,7 +472,6 @@ vpPlaceShared(const vpTopology *topo, const vpLedger *ledger, const vpRequest *r
         return NULL;
     }
     vpPolicyCopy(&plan->policy, &req->policy);
-    plan->group = g_strdup(req->policy.group);
     plan->how = VP_HOW_PLACED;
     plan->page_size = req->hugepage_size;
     fillPlan(&ctx, &pick, plan);
