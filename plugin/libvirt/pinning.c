@@ -146,7 +146,7 @@ vpVirPinsApply(virDomainPtr dom, const vpPlan *plan, unsigned flags, GError **er
             vpVirSetError(error, "domain %s: cannot pin the emulator to CPUs %s", name, list);
             return FALSE;
         }
-        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "MESSAGE",
+        g_log_structured(G_LOG_DOMAIN, G_LOG_LEVEL_INFO, "VCPUPLACE_DOMAIN", name, "MESSAGE",
                          "domain %s: the driver cannot pin emulator threads", name);
     }
     return pinIOThreads(dom, map, maplen, flags, error);
