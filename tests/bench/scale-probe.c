@@ -6,7 +6,8 @@
  *
  *   scale-probe TOPOLOGY LEDGER PROBES.jsonl MAX_MOVES REPS CAPACITY(0|1)
  *
- * LEDGER "-" is an empty host. Prints one JSON object: the ledger read (fastest of REPS, ms), each
+ * LEDGER "-" is an empty host. Prints one JSON object: the ledger read and a save's copy of the
+ * plans (under the daemon's lock) and their text (after it), fastest of REPS, ms; each
  * probe's fastest of REPS decisions (us) with its outcome and moves, and with CAPACITY the time of
  * one `vcpuplace capacity` computation (ms). Under callgrind (--collect-atstart=no) each probe's
  * first decision is collected alone and dumped, after one dump of the ledger read, so the
@@ -116,6 +117,24 @@ probeLine(const char *line, unsigned lineno, gpointer data, GError **error)
     return TRUE;
 }
 
+/* A save's two halves: the copy of the plans made under the state lock, and their text
+ * made after it; fastest of reps each, ms. */
+static void
+saveMs(const vpLedger *ledger, int reps, double *copy_ms, double *text_ms)
+{
+    *copy_ms = *text_ms = G_MAXDOUBLE;
+    for (int r = 0; r < reps; r++) {
+        double t0 = nowUs(), t1;
+        g_autoptr(GPtrArray) plans = vpLedgerPlansCopy(ledger);
+        g_autofree char *text = NULL;
+
+        t1 = nowUs();
+        text = vpLedgerPlansToText(vpLedgerTopology(ledger), plans);
+        *copy_ms = MIN(*copy_ms, (t1 - t0) / 1e3);
+        *text_ms = MIN(*text_ms, (nowUs() - t1) / 1e3);
+    }
+}
+
 static double
 capacityMs(const vpTopology *topo, const vpLedger *ledger)
 {
@@ -147,7 +166,7 @@ main(int argc, char **argv)
     g_autoptr(GPtrArray) names = NULL;
     vpPolicy defaults;
     vpProbe probe;
-    double read_ms;
+    double read_ms, copy_ms, text_ms;
 
     if (argc != 7) {
         fprintf(stderr, "usage: scale-probe TOPOLOGY LEDGER PROBES.jsonl MAX_MOVES REPS "
@@ -167,6 +186,11 @@ main(int argc, char **argv)
     json_builder_add_int_value(b, names->len);
     json_builder_set_member_name(b, "ledger_read_ms");
     json_builder_add_double_value(b, read_ms);
+    saveMs(ledger, probe.reps, &copy_ms, &text_ms);
+    json_builder_set_member_name(b, "save_copy_ms");
+    json_builder_add_double_value(b, copy_ms);
+    json_builder_set_member_name(b, "save_text_ms");
+    json_builder_add_double_value(b, text_ms);
     json_builder_set_member_name(b, "probes");
     json_builder_begin_array(b);
     if (!vpTraceEachLine(argv[3], probeLine, &probe, &error))

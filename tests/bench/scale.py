@@ -10,7 +10,9 @@ the state every probe meets. The probes are the first starts of another seed of 
 generator, each decided on that state and not kept (scale-probe): its time is the fastest of
 three, its instructions are callgrind's count inside the placer alone (the harness, the
 trace parser and the ledger's file are outside the collected part). Then a ledger read of
-that state and `capacity` (1,2,4,8 vCPUs x each smt policy) of the empty host.
+that state, a save's two halves (the copy of the plans vcpuplaced makes under its state lock,
+their JSON text made after it) and `capacity` (1,2,4,8 vCPUs x each smt policy) of the empty
+host.
 
 The growth exponent is log2 of the ratio of the median decision's instructions (and times)
 between the two largest hosts measured, and the slope of a least-squares fit of log(cost)
@@ -115,6 +117,8 @@ def measure(build, cpus, pct, probes, use_callgrind, keep, work):
         key = f"moves{moves}"
         row["domains"] = got["domains"]
         row["ledger_read_ms"] = got["ledger_read_ms"]
+        row["save_copy_ms"] = got.get("save_copy_ms")
+        row["save_text_ms"] = got.get("save_text_ms")
         row[key] = {"median_us": statistics.median(us), "p99_us": percentile(us, 0.99),
                     "placed": sum(p["outcome"] != "refused" for p in got["probes"]),
                     "moves": sum(p["moves"] for p in got["probes"])}
@@ -152,16 +156,18 @@ def fmt_us(us):
 
 def table(rows, caps):
     out = ["| CPUs | fill | held | median / p99, no moves | median / p99, moves | "
-           "median instructions, no moves / moves | ledger read |",
-           "|---|---|---|---|---|---|---|"]
+           "median instructions, no moves / moves | ledger read | save: copy / text |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         m0, m2 = r["moves0"], r["moves2"]
         ir = (f"{m0['median_ir'] / 1e6:.2f}M / {m2['median_ir'] / 1e6:.2f}M"
               if "median_ir" in m0 else "-")
+        save = (f"{r['save_copy_ms']:.1f} / {r['save_text_ms']:.1f} ms"
+                if r.get("save_copy_ms") is not None else "-")
         out.append(f"| {r['cpus']:,} | {r['fill_pct']}% | {r['domains']} | "
                    f"{fmt_us(m0['median_us'])} / {fmt_us(m0['p99_us'])} | "
                    f"{fmt_us(m2['median_us'])} / {fmt_us(m2['p99_us'])} | {ir} | "
-                   f"{r['ledger_read_ms']:.1f} ms |")
+                   f"{r['ledger_read_ms']:.1f} ms | {save} |")
     out.append("")
     out.append("| CPUs | capacity, empty host |")
     out.append("|---|---|")
