@@ -64,6 +64,11 @@ typedef struct vpConf vpConf;
 vpConf *vpConfLoad(const char *path, bool missing_ok, char **error);
 /* The same on text in memory, named path in messages. */
 vpConf *vpConfParse(const char *path, const char *text, size_t len, char **error);
+/* For the hook, which must not refuse a start because of a file it cannot read: what
+ * vpConfLoad() returns, else (with *error set all the same) the [daemon] lines that are
+ * right on their own, the others left at their defaults (all of them when the file cannot
+ * be read); NULL when out of memory. */
+vpConf *vpConfSalvage(const char *path, bool missing_ok, char **error);
 void vpConfFree(vpConf *conf);
 
 /* The file read; NULL when it was missing. */

@@ -500,3 +500,70 @@ vpConfLoad(const char *path, bool missing_ok, char **error)
     free(text);
     return conf;
 }
+
+/* Whether line is a [group] header; *group (size n): its name. */
+static bool
+headerOf(const char *line, size_t len, char *group, size_t n)
+{
+    while (len && isBlank(*line))
+        line++, len--;
+    const char *close = len && *line == '[' ? memchr(line, ']', len) : NULL;
+    if (!close || (size_t)(close - line - 1) >= n)
+        return false;
+    memcpy(group, line + 1, close - line - 1);
+    group[close - line - 1] = '\0';
+    return true;
+}
+
+vpConf *
+vpConfSalvage(const char *path, bool missing_ok, char **error)
+{
+    vpConf *conf = vpConfLoad(path, missing_ok, error);
+    if (conf || !*error)
+        return conf;
+    size_t len = 0;
+    int err = 0;
+    char *text = readAll(path, &len, &err);
+    if (!text)
+        return calloc(1, sizeof(vpConf));
+    char *kept = malloc(len + 16);
+    size_t used = 0;
+    char group[64] = "";
+    for (const char *s = text, *end = text + len; kept && s < end;) {
+        const char *nl = memchr(s, '\n', end - s);
+        size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        char header[64];
+        if (headerOf(s, n, header, sizeof(header))) {
+            strcpy(group, header);
+        } else if (strcmp(group, "daemon") == 0 && n < VP_CONF_MAX_LINE && !memchr(s, '\0', n)) {
+            /* The line alone, under [daemon], as the reader would take it. */
+            char one[VP_CONF_MAX_LINE + 16];
+            int olen = snprintf(one, sizeof(one), "[daemon]\n%.*s\n", (int)n, s);
+            char *why = NULL;
+            vpConf *alone = vpConfParse(path, one, olen, &why);
+            if (alone && alone->n == 1) {
+                memcpy(kept + used, s, n);
+                used += n;
+                kept[used++] = '\n';
+            }
+            vpConfFree(alone);
+            free(why);
+        }
+        s += n + 1;
+    }
+    vpConf *salvaged = NULL;
+    if (kept) {
+        char *body = malloc(used + 16);
+        if (body) {
+            memcpy(body, "[daemon]\n", 9);
+            memcpy(body + 9, kept, used);
+            char *why = NULL;
+            salvaged = vpConfParse(path, body, used + 9, &why);
+            free(why);
+            free(body);
+        }
+    }
+    free(kept);
+    free(text);
+    return salvaged ? salvaged : calloc(1, sizeof(vpConf));
+}

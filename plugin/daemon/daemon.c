@@ -280,6 +280,8 @@ metricsSources(vpDaemon *d)
         .lock = &d->lock,
         .admission_moves = vpAdmissionMoves(d->admission),
         .admission_failures = vpAdmissionFailures(d->admission),
+        .config_error = d->config_error != NULL,
+        .reported = vpReportCount(d->report),
     };
 }
 

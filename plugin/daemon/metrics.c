@@ -321,6 +321,16 @@ addDaemon(vpMetrics *m, const vpMetricsSources *src)
     vpMetricsDeclare(m, "vcpuplace_ledger_save_failures", "gauge",
                      "Consecutive failed ledger saves (retried with backoff); 0 once one works");
     vpMetricsAdd(m, "vcpuplace_ledger_save_failures", src->save_failures, NULL);
+    vpMetricsDeclare(m, "vcpuplace_config_last_reload_successful", "gauge",
+                     "0 while the configuration file is refused and the daemon runs on its last "
+                     "good one (vcpuplace status says why)");
+    vpMetricsAdd(m, "vcpuplace_config_last_reload_successful", !src->config_error, NULL);
+    vpMetricsDeclare(m, "vcpuplace_enforcing", "gauge",
+                     "1 in [daemon] mode=enforce, 0 in mode=report (nothing pinned or refused)");
+    vpMetricsAdd(m, "vcpuplace_enforcing", src->cfg->mode == VP_MODE_ENFORCE, NULL);
+    vpMetricsDeclare(m, "vcpuplace_reported_domains", "gauge",
+                     "Running domains reported, not placed (mode=report, or adopt_running=no)");
+    vpMetricsAdd(m, "vcpuplace_reported_domains", src->reported, NULL);
     vpMetricsDeclare(m, "vcpuplace_socket_refused_total", "counter",
                      "Connections to the socket refused, by reason");
     vpMetricsAdd(m, "vcpuplace_socket_refused_total", st->refused_full, "reason", "full", NULL);

@@ -93,6 +93,8 @@ typedef struct {
     const guint *refusals;     /* VP_REFUSAL_LAST counters, or NULL: none counted */
     vpCapacityCache *capacity; /* NULL: computed afresh */
     GMutex *lock;              /* the state lock the collector holds, or NULL */
+    gboolean config_error;     /* the last reload failed: the last good configuration runs */
+    guint reported;            /* domains reported, not placed (daemon/report.h) */
 } vpMetricsSources;
 
 /* vcpuplaced's families: per vCPU, per domain, per CPU and the daemon's totals (caller

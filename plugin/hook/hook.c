@@ -10,9 +10,12 @@
  * Everything else, including arguments it does not understand, exits 0: a placement
  * helper must not break unrelated libvirt operations.
  *
- * Settings come from [daemon] in vcpuplaced.conf (socket, hook_failure, hook_timeout_ms),
- * read with the daemon's own reader: a file the daemon refuses makes the hook refuse
- * starts, saying where and why, since placement would otherwise be off without a word.
+ * Settings come from [daemon] in vcpuplaced.conf (socket, hook_failure, hook_timeout_ms,
+ * domains, hook, mode), read with the daemon's own reader. A file the daemon refuses does
+ * not make the hook refuse anything: vcpuplaced runs on its last good configuration and
+ * answers as before, so the hook asks it, with the [daemon] lines that are right on their
+ * own, and says (stderr, syslog) that the file is wrong. A domain outside domains= is never
+ * vcpuplace's business, and in report mode nothing is refused.
  * libvirt clears the environment, so VCPUPLACE_CONFIG and VCPUPLACE_HOOK_FAILURE only
  * matter when the hook is run by hand. Its inputs are read in input.c.
  *
@@ -52,7 +55,7 @@ static void __attribute__((format(printf, 2, 3))) report(bool log, const char *f
 static int
 failure(const vpHookConfig *cfg, const char *domain, bool is_start, const char *why)
 {
-    if (is_start && cfg->fail_closed) {
+    if (is_start && cfg->fail_closed && !cfg->report) {
         report(true,
                "vcpuplace: refusing to start %s: %s (hook_failure=closed: no start without "
                "vcpuplaced)",
@@ -74,35 +77,19 @@ keepXML(const char *domain, const char *why)
 }
 
 /* The domain's own XML is past what vcpuplaced reads: the tenant who writes its metadata
- * could otherwise make it start unplaced, over everyone's CPUs, by padding it. A domain
- * vcpuplaced does not manage is none of its business. */
+ * could otherwise make it start unplaced, over everyone's CPUs, by padding it. (A domain
+ * vcpuplaced does not manage never gets this far.) */
 static int
 tooLarge(const vpHookConfig *cfg, const vpHookCall *hc, const char *why)
 {
     if (hc->rewrites)
         return keepXML(hc->domain, why);
-    if (!vpConfManages(cfg->domains, hc->domain))
+    if (cfg->report) {
+        report(true, "vcpuplace: %s: %s; not refused (mode=report)", hc->domain, why);
         return 0;
+    }
     report(true, "vcpuplace: refusing to start %s: %s", hc->domain, why);
     return 1;
-}
-
-/* A configuration the daemon refuses: vcpuplaced is not running with it, so no start may
- * go on as if it were placed. */
-static int
-badConfig(const vpHookCall *hc, const char *why)
-{
-    if (hc->rewrites)
-        return keepXML(hc->domain, why);
-    if (hc->is_start) {
-        report(true,
-               "vcpuplace: refusing to start %s: %s (vcpuplaced refuses this configuration "
-               "too: fix it first)",
-               hc->domain, why);
-        return 1;
-    }
-    report(true, "vcpuplace: %s: %s; notification lost", hc->domain, why);
-    return 0;
 }
 
 static int
@@ -151,18 +138,22 @@ main(int argc, char **argv)
     vpHookConfig cfg;
     char *error = NULL;
     if (!vpHookConfigLoad(&cfg, path ? path : VP_DEFAULT_CONFIG, path == NULL, &error)) {
-        int rc = badConfig(&hc, error ? error : "out of memory");
+        report(true, "vcpuplace: %s: %s; %s goes on untouched", hc.domain,
+               error ? error : "out of memory", hc.request);
         free(error);
         vpHookConfigClear(&cfg);
-        return rc;
+        return 0;
     }
 
     /* Disabled in the configuration rather than by deleting a packaged file, which an
      * upgrade would put back. */
-    if (cfg.off) {
+    if (cfg.off || !vpConfManages(cfg.domains, hc.domain)) {
         vpHookConfigClear(&cfg);
         return 0;
     }
+    if (cfg.bad && hc.is_start)
+        report(true, "vcpuplace: %s: %s; vcpuplaced answers on its last good configuration",
+               hc.domain, cfg.bad);
     char *xml = NULL;
     int rc;
     if (hc.wants_xml) {

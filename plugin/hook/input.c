@@ -64,7 +64,9 @@ vpHookConfigLoad(vpHookConfig *cfg, const char *path, bool missing_ok, char **er
 {
     memset(cfg, 0, sizeof(*cfg));
     *error = NULL;
-    vpConf *conf = vpConfLoad(path, missing_ok, error);
+    vpConf *conf = vpConfSalvage(path, missing_ok, error);
+    cfg->bad = *error;
+    *error = NULL;
     if (!conf)
         return false;
     cfg->socket = strdup(vpConfGet(conf, "daemon", "socket"));
@@ -73,6 +75,7 @@ vpHookConfigLoad(vpHookConfig *cfg, const char *path, bool missing_ok, char **er
     const char *globs = vpConfGet(conf, "daemon", "domains");
     cfg->domains = globs ? vpConfList(globs) : NULL;
     cfg->off = is(vpConfGet(conf, "daemon", "hook"), "off");
+    cfg->report = is(vpConfGet(conf, "daemon", "mode"), "report");
     vpConfFree(conf);
     const char *env = getenv("VCPUPLACE_HOOK_FAILURE");
     if (env && !is(env, "open") && !is(env, "closed")) {
@@ -90,6 +93,8 @@ vpHookConfigClear(vpHookConfig *cfg)
 {
     free(cfg->socket);
     cfg->socket = NULL;
+    free(cfg->bad);
+    cfg->bad = NULL;
     if (cfg->domains)
         vpConfListFree(cfg->domains);
     cfg->domains = NULL;

@@ -31,11 +31,16 @@ typedef struct {
     int timeout_ms;
     char **domains; /* [daemon] domains as vpConfManages() takes it; NULL: every domain */
     bool off;       /* [daemon] hook=off: every operation goes on untouched */
+    bool report;    /* [daemon] mode=report: the hook refuses nothing either */
+    char *bad;      /* why vcpuplaced refuses the file, whose right [daemon] lines these are */
 } vpHookConfig;
 
 /* Reads path with the daemon's reader (a missing file means defaults when missing_ok),
- * then the VCPUPLACE_HOOK_FAILURE override. false with *error (free()) when the daemon
- * would refuse the file too, or the override is neither open nor closed. */
+ * then the VCPUPLACE_HOOK_FAILURE override. A file the daemon refuses is salvaged
+ * (vpConfSalvage(): the [daemon] lines right on their own), its error in cfg->bad: the
+ * hook must not refuse starts vcpuplaced does not manage over it, and vcpuplaced runs on
+ * its last good configuration. false with *error (free()) when out of memory, or the
+ * override is neither open nor closed. */
 bool vpHookConfigLoad(vpHookConfig *cfg, const char *path, bool missing_ok, char **error);
 void vpHookConfigClear(vpHookConfig *cfg);
 

@@ -218,8 +218,8 @@ set +e
 out=$(VCPUPLACE_CONFIG=$conf "$hook" big prepare begin - 2>&1 <"$tmp/big.xml")
 rc=$?
 set -e
-expect_eq "hook: XML over its stdin bound lets the start go on (hook_failure=open)" 0 "$rc"
-expect_match "hook: says the XML is too big" "domain XML on stdin exceeds $((max / 2)) bytes" "$out"
+expect_eq "hook: XML over its stdin bound refuses the managed domain's start" 1 "$rc"
+expect_match "hook: says the XML is too big" "refusing to start big: its domain XML of [0-9]* bytes exceeds the 4194304 bytes vcpuplace reads" "$out"
 kill -0 "$pid" || fail "vcpuplaced died"
 pass "vcpuplaced alive after hostile XML and oversized lines"
 

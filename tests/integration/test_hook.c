@@ -39,33 +39,63 @@ static const char *const refused[] = {
     "[daemon]\nhook_timeout_ms=500ms\n",
 };
 
-/* The daemon and the hook read the file with one reader: each file the daemon refuses,
- * the hook refuses starts with, quoting the daemon's message (file, line and reason). */
+/* The daemon and the hook read the file with one reader. A file the daemon refuses makes
+ * the hook refuse nothing: vcpuplaced runs on its last good configuration, so the hook asks
+ * it (here nobody listens: hook_failure=open, the default, lets the start go on) and says
+ * what is wrong with the file, quoting the daemon's message (file, line and reason). */
 START_TEST(test_refused_config)
 {
-    ck_assert(g_file_set_contents(confpath, refused[_i], -1, NULL));
+    g_autofree char *text =
+        g_strdup_printf("[daemon]\nsocket=%s/nobody-listens\n%s", tmpdir, refused[_i]);
+    ck_assert(g_file_set_contents(confpath, text, -1, NULL));
     g_autoptr(GError) gerr = NULL;
     g_autoptr(vpConfig) cfg = vpConfigLoad(confpath, &gerr);
-    ck_assert_msg(!cfg, "the daemon accepts: %s", refused[_i]);
+    ck_assert_msg(!cfg, "the daemon accepts: %s", text);
     ck_assert_msg(strstr(gerr->message, confpath), "%s", gerr->message);
 
     g_autofree char *xml = domainXML("web", 1, NULL, NULL);
     g_autofree char *out = NULL, *err = NULL;
-    ck_assert_int_eq(hook("web", "prepare", "begin", xml, &out, &err), 1);
-    ck_assert_msg(strstr(err, "vcpuplace: refusing to start web: ") && strstr(err, gerr->message),
+    ck_assert_int_eq(hook("web", "prepare", "begin", xml, &out, &err), 0);
+    ck_assert_msg(strstr(err, gerr->message) && strstr(err, "last good configuration") &&
+                      strstr(err, "hook_failure=open"),
                   "daemon: %s\nhook: %s", gerr->message, err);
     g_clear_pointer(&err, g_free);
     g_clear_pointer(&out, g_free);
 
-    /* A restore keeps its XML (the prepare that follows refuses); a stop goes on. */
+    /* A restore keeps its XML; a stop goes on. */
     ck_assert_int_eq(hook("web", "restore", "begin", xml, &out, &err), 0);
     ck_assert_str_eq(out, "");
-    ck_assert_msg(strstr(err, gerr->message) && strstr(err, "its XML goes on unchanged"), "%s",
-                  err);
+    ck_assert_msg(strstr(err, "its XML goes on unchanged"), "%s", err);
     g_clear_pointer(&err, g_free);
     g_clear_pointer(&out, g_free);
     ck_assert_int_eq(hook("web", "release", "end", xml, &out, &err), 0);
-    ck_assert_msg(strstr(err, gerr->message), "%s", err);
+}
+END_TEST
+
+/* What the hook takes from a file the daemon refuses: the [daemon] lines right on their
+ * own. A domain outside domains= goes on without a word whatever hook_failure says; for a
+ * managed one hook_failure decides when vcpuplaced cannot; report mode refuses nothing. */
+START_TEST(test_broken_config_salvaged)
+{
+    g_autofree char *text = g_strdup_printf(
+        "[daemon]\nmode=enforce\nsocket=%s/nobody-listens\ndomains=web-*\nhook_failure=closed\n"
+        "mystery=1\n[policy]\nsmt=sideways\n",
+        tmpdir);
+    ck_assert(g_file_set_contents(confpath, text, -1, NULL));
+    g_autofree char *other = domainXML("other", 1, NULL, NULL);
+    g_autofree char *web = domainXML("web-1", 1, NULL, NULL);
+    g_autofree char *err = NULL;
+    ck_assert_int_eq(hook("other", "prepare", "begin", other, NULL, &err), 0);
+    ck_assert_str_eq(err, "");
+    g_clear_pointer(&err, g_free);
+    ck_assert_int_eq(hook("web-1", "prepare", "begin", web, NULL, &err), 1);
+    ck_assert_msg(strstr(err, "mystery") && strstr(err, "hook_failure=closed"), "%s", err);
+    g_clear_pointer(&err, g_free);
+
+    g_autofree char *report = g_strdup_printf("%s[daemon]\nmode=report\n", text);
+    ck_assert(g_file_set_contents(confpath, report, -1, NULL));
+    ck_assert_int_eq(hook("web-1", "prepare", "begin", web, NULL, &err), 0);
+    ck_assert_msg(strstr(err, "hook_failure=open"), "%s", err);
 }
 END_TEST
 
@@ -136,8 +166,8 @@ START_TEST(test_peer_not_root)
         g_usleep(10000);
     }
 
-    g_autofree char *conf =
-        g_strdup_printf("[daemon]\nsocket=%s\nhook_failure=closed\nhook_timeout_ms=2000\n", path);
+    g_autofree char *conf = g_strdup_printf(
+        "[daemon]\nmode=enforce\nsocket=%s\nhook_failure=closed\nhook_timeout_ms=2000\n", path);
     ck_assert(g_file_set_contents(confpath, conf, -1, NULL));
     g_autofree char *xml = domainXML("web", 1, NULL, NULL);
     g_autofree char *out = NULL, *err = NULL;
@@ -205,8 +235,8 @@ START_TEST(test_full_backlog_waited_out)
     }
     ck_assert_msg(n < 8, "the queue never filled");
 
-    g_autofree char *conf =
-        g_strdup_printf("[daemon]\nsocket=%s\nhook_failure=closed\nhook_timeout_ms=3000\n", path);
+    g_autofree char *conf = g_strdup_printf(
+        "[daemon]\nmode=enforce\nsocket=%s\nhook_failure=closed\nhook_timeout_ms=3000\n", path);
     ck_assert(g_file_set_contents(confpath, conf, -1, NULL));
     Late late = {.fd = fd, .delay_ms = 300};
     GThread *t = g_thread_new("late", lateAcceptor, &late);
@@ -239,8 +269,8 @@ START_TEST(test_hostile_replies)
     };
     g_autofree char *path = g_build_filename(tmpdir, "hostile.sock", NULL);
     int fd = listenAt(path, 8);
-    g_autofree char *conf =
-        g_strdup_printf("[daemon]\nsocket=%s\nhook_failure=closed\nhook_timeout_ms=3000\n", path);
+    g_autofree char *conf = g_strdup_printf(
+        "[daemon]\nmode=enforce\nsocket=%s\nhook_failure=closed\nhook_timeout_ms=3000\n", path);
     ck_assert(g_file_set_contents(confpath, conf, -1, NULL));
     g_autofree char *xml = domainXML("web", 1, NULL, NULL);
     for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -342,6 +372,7 @@ main(void)
     tcase_add_checked_fixture(tc, setupTmp, teardownTmp);
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_refused_config, 0, G_N_ELEMENTS(refused));
+    tcase_add_test(tc, test_broken_config_salvaged);
     tcase_add_test(tc, test_ignored_ops_read_nothing);
     tcase_add_test(tc, test_peer_not_root);
     tcase_add_test(tc, test_full_backlog_waited_out);

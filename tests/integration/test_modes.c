@@ -125,11 +125,30 @@ START_TEST(test_last_good_configuration)
     writeConfig("test:///default", TOPOLOGY, NULL);
     vpDaemon *d = startDaemon();
     ck_assert_ptr_null(vpDaemonConfigError(d));
-    ck_assert(g_file_set_contents(confpath, "[daemon]\nmode=enforcing\n", -1, NULL));
+    writeConfig("test:///default", TOPOLOGY, "mode=enforcing\n");
     g_autoptr(GError) err = NULL;
     ck_assert(!vpDaemonReload(d, &err));
     ck_assert_ptr_nonnull(strstr(vpDaemonConfigError(d), "mode='enforcing'"));
     ck_assert_int_eq(vpDaemonConfig(d)->mode, VP_MODE_ENFORCE);
+    g_autofree char *text = vpDaemonMetricsText(d);
+    ck_assert_ptr_nonnull(strstr(text, "\nvcpuplace_config_last_reload_successful 0\n"));
+
+    /* The hook, reading the same broken file, asks the daemon, which answers as before:
+     * a start that does not fit is refused, one that fits is reserved. */
+    g_autofree char *big = domainXML("big", 12, "smt='isolate'", NULL);
+    g_autofree char *small = domainXML("small", 1, NULL, NULL);
+    const char *bigPrepare[] = {VP_HOOK, "big", "prepare", "begin", "-", NULL};
+    const char *smallPrepare[] = {VP_HOOK, "small", "prepare", "begin", "-", NULL};
+    g_autofree char *herr = NULL;
+    ck_assert_int_eq(run(bigPrepare, big, NULL, &herr), 1);
+    ck_assert_msg(strstr(herr, "refusing to start big") && strstr(herr, "isolate"), "%s", herr);
+    g_clear_pointer(&herr, g_free);
+    ck_assert_int_eq(run(smallPrepare, small, NULL, &herr), 0);
+    ck_assert_msg(strstr(herr, "mode='enforcing'") && strstr(herr, "last good configuration"), "%s",
+                  herr);
+    ck_assert_str_eq(vpDomStateName(vpManagerRecord(vpDaemonManager(d), "small")->state),
+                     "reserved");
+
     writeConfig("test:///default", TOPOLOGY, NULL);
     g_autoptr(JsonObject) st = status();
     ck_assert_ptr_nonnull(strstr(json_object_get_string_member(st, "config_error"), "enforcing"));
