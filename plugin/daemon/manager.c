@@ -345,7 +345,9 @@ samePins(const vpPlan *a, const vpPlan *b)
     if (a->nvcpus != b->nvcpus)
         return FALSE;
     for (unsigned i = 0; i < a->nvcpus; i++) {
-        if (a->vcpu_pu[i] != b->vcpu_pu[i])
+        g_autoptr(vpBitmap) pa = vpPlanVcpuCpus(a, i);
+        g_autoptr(vpBitmap) pb = vpPlanVcpuCpus(b, i);
+        if (!pa != !pb || (pa && !hwloc_bitmap_isequal(pa, pb)))
             return FALSE;
     }
     if (!a->emulator || !b->emulator)

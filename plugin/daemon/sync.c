@@ -528,10 +528,10 @@ pinsPlanned(const vpPlan *plan, virTypedParameterPtr params, int nparams)
             continue;
         }
         guint64 v;
+        g_autoptr(vpBitmap) want = NULL;
         if (!g_ascii_string_to_unsigned(field + strlen(vcpupin), 10, 0, plan->nvcpus - 1, &v,
                                         NULL) ||
-            plan->vcpu_pu[v] < 0 || hwloc_bitmap_weight(set) != 1 ||
-            !hwloc_bitmap_isset(set, plan->vcpu_pu[v]))
+            !(want = vpPlanVcpuCpus(plan, v)) || !hwloc_bitmap_isequal(set, want))
             return FALSE;
     }
     return TRUE;

@@ -56,8 +56,9 @@ bool
 vpLivePinsVcpusDiffer(const vpLivePins *pins, const vpPlan *plan)
 {
     for (unsigned i = 0; i < plan->nvcpus && i < pins->nvcpus; i++) {
-        if (plan->vcpu_pu[i] >= 0 && (hwloc_bitmap_weight(pins->vcpu[i]) != 1 ||
-                                      !hwloc_bitmap_isset(pins->vcpu[i], plan->vcpu_pu[i])))
+        g_autoptr(vpBitmap) want = vpPlanVcpuCpus(plan, i);
+
+        if (want && !hwloc_bitmap_isequal(pins->vcpu[i], want))
             return true;
     }
     return false;

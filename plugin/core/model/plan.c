@@ -263,8 +263,8 @@ vpHowName(vpHow how)
 hwloc_bitmap_t
 vpPlanVcpuCpus(const vpPlan *plan, unsigned i)
 {
-    if (plan->vcpu_set && plan->vcpu_set[i] && !hwloc_bitmap_iszero(plan->vcpu_set[i]))
-        return NULL;
+    if (plan->vcpu_set && !hwloc_bitmap_iszero(plan->vcpu_set[i]))
+        return hwloc_bitmap_dup(plan->vcpu_set[i]);
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     for (unsigned j = 0; j < plan->nvcpus; j++) {
         if ((j == i || (plan->vcpu_pu[i] < 0 && plan->how == VP_HOW_PLACED)) &&

@@ -95,11 +95,11 @@ guint64 vpPlanMemoryOnPages(const vpPlan *plan, unsigned node, guint64 page_size
  * shared plan's cores (the domain's own pins, plan->own, are held apart: other domains' own pins
  * may name them too). */
 hwloc_bitmap_t vpPlanHeld(const vpPlan *plan);
-/* Where vCPU i is pinned (caller frees): its CPU; for a vCPU the placer could not place (one
- * hot-plugged on a full host) the CPUs of the domain's placed vCPUs, so that it floats over
- * its own domain's CPUs and never onto a stranger's; NULL when it is not pinned (a float
- * set of cpus=shared, an adopted plan's vCPU that libvirt runs anywhere, or no vCPU
- * placed). */
+/* Where vCPU i is pinned (caller frees): its CPU, or the CPUs a cpus=shared plan floats it
+ * over; for a vCPU the placer could not place (one hot-plugged on a full host) the CPUs of
+ * the domain's placed vCPUs, so that it floats over its own domain's CPUs and never onto a
+ * stranger's; NULL when it is not pinned (an adopted plan's vCPU that libvirt runs
+ * anywhere, or no vCPU placed). */
 hwloc_bitmap_t vpPlanVcpuCpus(const vpPlan *plan, unsigned i);
 
 /* Makes plan a shared one: shared and a vcpu_set per vCPU, all empty. */
