@@ -34,7 +34,8 @@ wantsResize(vpManager *mgr, const char *name, unsigned nvcpus)
 {
     const vpPlan *plan = vpManagerPlan(mgr, name);
 
-    return plan && plan->how != VP_HOW_PINNED && plan->nvcpus != nvcpus &&
+    return plan && plan->how != VP_HOW_PINNED &&
+           (plan->nvcpus != nvcpus || vpPlanUnplacedTail(plan) < plan->nvcpus) &&
            vpLedgerLookup(vpManagerLedger(mgr), name);
 }
 
@@ -78,12 +79,16 @@ resize(vpHotplug *h, virDomainPtr dom, unsigned nvcpus, const char *why)
     req = readRequest(h, dom, name);
     if (!wantsResize(mgr, name, nvcpus))
         return; /* settled while libvirt answered */
-    vpLogDomain(G_LOG_LEVEL_INFO, name, "%u vCPUs now (%s), %u planned", nvcpus, why,
-                vpManagerPlan(mgr, name)->nvcpus);
+    const vpPlan *plan = vpManagerPlan(mgr, name);
+    if (plan->nvcpus != nvcpus)
+        vpLogDomain(G_LOG_LEVEL_INFO, name, "%u vCPUs now (%s), %u planned", nvcpus, why,
+                    plan->nvcpus);
     if (!vpManagerResize(mgr, name, req, nvcpus, &err)) {
         vpLogDomain(G_LOG_LEVEL_WARNING, name, "cannot place its new vCPUs: %s", err->message);
         return;
     }
+    if (vpManagerRecord(mgr, name)->state != VP_DOM_APPLYING)
+        return; /* unplaced vCPUs that still find no room */
     h->resync(name, h->resync_data);
     vpCookiesKick(h->cookies);
 }

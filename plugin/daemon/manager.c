@@ -563,6 +563,31 @@ vpManagerMoveBack(vpManager *m, GPtrArray *olds, GArray *serials, GError **error
     return TRUE;
 }
 
+/* The vCPUs hot-plugged when there was no room, placed again now (shrunk away, then grown
+ * back with today's ledger); the plan changes only when more of them find a CPU. */
+static gboolean
+retryUnplaced(vpManager *m, const char *name, const vpPlan *plan, const vpRequest *req,
+              GError **error)
+{
+    unsigned first = vpPlanUnplacedTail(plan), n = plan->nvcpus;
+    if (first == n)
+        return TRUE;
+    g_autoptr(vpPlan) shrunk = vpPlanResize(m->topo, m->ledger, plan, req, first, error);
+    g_autoptr(vpPlan) again =
+        shrunk ? vpPlanResize(m->topo, m->ledger, shrunk, req, n, error) : NULL;
+    if (!again)
+        return FALSE;
+    if (vpPlanUnplacedTail(again) <= first)
+        return TRUE;
+    if (!vpLedgerReplace(m->ledger, again, error))
+        return FALSE;
+    m->dirty = TRUE;
+    vpLogDomain(G_LOG_LEVEL_INFO, name, "vCPUs %u-%u, left unpinned for want of room, placed now",
+                first, n - 1);
+    recordSet(m, name, VP_DOM_APPLYING, NULL);
+    return TRUE;
+}
+
 gboolean
 vpManagerResize(vpManager *m, const char *name, const vpRequest *req, unsigned nvcpus,
                 GError **error)
@@ -574,7 +599,7 @@ vpManagerResize(vpManager *m, const char *name, const vpRequest *req, unsigned n
         return FALSE;
     }
     if (plan->nvcpus == nvcpus)
-        return TRUE;
+        return retryUnplaced(m, name, plan, req, error);
     unsigned was = plan->nvcpus;
     g_autoptr(vpPlan) resized = vpPlanResize(m->topo, m->ledger, plan, req, nvcpus, error);
     if (!resized || !vpLedgerReplace(m->ledger, resized, error))

@@ -283,6 +283,16 @@ START_TEST(test_hotplug_unplaced_floats_at_home)
     g_autofree char *cpus = vpCpuListFormat(live->vcpu[1]);
     ck_assert_msg(strcmp(cpus, "4") == 0, "vCPU 1 runs on CPUs %s, not only its domain's CPU 4",
                   cpus);
+
+    /* room appears: the floating vCPU is placed there */
+    ck_assert_int_eq(virDomainDestroy(stranger), 0);
+    while ((plan = waitPlan(d, "home", 2))->vcpu_pu[1] < 0)
+        g_main_context_iteration(NULL, TRUE);
+    ck_assert_int_eq(plan->vcpu_pu[1], 6);
+    g_autoptr(vpLivePins) placed = vpVirPinsRead(dom, 0, &err);
+    ck_assert_msg(placed, "%s", err ? err->message : "");
+    g_autofree char *diff = vpLivePinsDiff(placed, plan);
+    ck_assert_msg(!diff, "%s", diff);
     virDomainFree(stranger);
     virDomainFree(dom);
     vpDaemonFree(d);

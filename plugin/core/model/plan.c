@@ -278,6 +278,16 @@ vpPlanVcpuCpus(const vpPlan *plan, unsigned i)
     return set;
 }
 
+unsigned
+vpPlanUnplacedTail(const vpPlan *plan)
+{
+    unsigned first = plan->nvcpus;
+    while (first > 0 && plan->vcpu_pu[first - 1] < 0 &&
+           !(plan->vcpu_set && plan->vcpu_set[first - 1]))
+        first--;
+    return plan->how == VP_HOW_PLACED && first > 0 ? first : plan->nvcpus;
+}
+
 hwloc_bitmap_t
 vpPlanHeld(const vpPlan *plan)
 {

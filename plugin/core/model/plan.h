@@ -101,6 +101,10 @@ hwloc_bitmap_t vpPlanHeld(const vpPlan *plan);
  * stranger's; NULL when it is not pinned (an adopted plan's vCPU that libvirt runs
  * anywhere, or no vCPU placed). */
 hwloc_bitmap_t vpPlanVcpuCpus(const vpPlan *plan, unsigned i);
+/* The first of the vCPUs at the end of a placed plan that the placer left unplaced (those
+ * hot-plugged when there was no room); plan->nvcpus when there are none, and for plans not
+ * placed by the placer or placing no vCPU at all. */
+unsigned vpPlanUnplacedTail(const vpPlan *plan);
 
 /* Makes plan a shared one: shared and a vcpu_set per vCPU, all empty. */
 void vpPlanMakeShared(vpPlan *plan);
