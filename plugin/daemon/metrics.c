@@ -10,6 +10,8 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 typedef struct {
@@ -141,10 +143,19 @@ vpMetricsText(const vpMetrics *m)
     return g_string_free(text, FALSE);
 }
 
+/* The unit's UMask=0077 would leave the file root's 0600, which the node exporter (user
+ * prometheus on Debian) cannot read: the mode is set after the umask took its share. */
 gboolean
 vpMetricsWriteFile(const char *path, const char *text, GError **error)
 {
-    return g_file_set_contents_full(path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+    if (!g_file_set_contents_full(path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, error))
+        return FALSE;
+    if (g_chmod(path, 0644) == 0)
+        return TRUE;
+    int e = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e), "chmod %s: %s", path,
+                g_strerror(e));
+    return FALSE;
 }
 
 /* ---- vcpuplaced's families ------------------------------------------------------------ */

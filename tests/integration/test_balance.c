@@ -23,6 +23,7 @@
 #include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* This machine's shape: two CPUs, no SMT. */
 #define TOPOLOGY "synthetic:pack:1 core:2 pu:1"
@@ -212,6 +213,13 @@ START_TEST(test_separate_overcommitted)
     g_autofree char *file = NULL;
     ck_assert(g_file_get_contents(path, &file, NULL, NULL));
     ck_assert_msg(strstr(file, "vcpuplace_cpu_hot{cpu=\"0\"} 1\n"), "%s", file);
+    /* readable by the node exporter's user under the unit's UMask=0077 */
+    mode_t umask_was = umask(077);
+    ck_assert(vpMetricsWriteFile(path, file, NULL));
+    umask(umask_was);
+    GStatBuf st;
+    ck_assert_int_eq(g_stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0644);
 
     /* now for real: pinned through libvirt, then recorded */
     g_autofree char *done = NULL;
