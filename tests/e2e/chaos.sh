@@ -8,7 +8,10 @@
 #     again after a random pause, while the starts and stops are under way;
 #   - a running guest's QEMU is killed behind libvirt's back (a quarter of the rounds);
 #   - libvirtd is restarted (one round in eight; only a libvirtd that scripts/libvirt-env
-#     started, and only while no other test's guests or hooks are about).
+#     started, and only while no other test's guests or hooks are about);
+#   - a second vCPU is hot-plugged (`virsh setvcpus G 2 --live`) into a running guest that
+#     starts with one of two (half the rounds): on a full host it finds no CPU of its own
+#     and must float over its domain's CPUs, never a stranger's.
 # Then, once the daemon has had up to 60 s to settle, the invariants are checked against
 # libvirt's and /proc's truth (tests/e2e/chaos-invariants.py): no CPU held by two domains that
 # did not both consent to time-sharing (smt=share, unmet=degrade), neither in vcpuplaced's
@@ -67,25 +70,34 @@ policies=(
     "smt=share unmet=degrade" "smt=share unmet=degrade" "smt=share unmet=degrade"
     "smt=share unmet=degrade" "smt=spread unmet=refuse" "smt=isolate unmet=degrade"
     "smt=share unmet=degrade vcpus=2" "smt=share unmet=degrade group=g1"
+    "smt=isolate unmet=degrade hotplug" "smt=spread unmet=degrade hotplug"
 )
+hotpluggable=()
 for i in "${!policies[@]}"; do
     g=vpe2e-x-$i
     args=()
     for kv in ${policies[$i]}; do
         case $kv in
         vcpus=*) args+=(--vcpus "${kv#vcpus=}") ;;
+        hotplug) args+=(--vcpus 2) ;;
         *) args+=(--policy "$kv") ;;
         esac
     done
     e2e_define "$g" "${args[@]}"
     guests+=("$g")
+    if [[ ${policies[$i]} == *hotplug* ]]; then
+        virsh -q dumpxml "$g" | sed -e "s|<vcpu placement='static'>2</vcpu>|<vcpu placement='static' current='1'>2</vcpu>|" \
+            >"$e2e_tmp/$g.xml"
+        virsh -q define "$e2e_tmp/$g.xml" >/dev/null
+        hotpluggable+=("$g")
+    fi
 done
 
 vpd_start_confined
 vp_wait_until 20 chaos_connected || e2e_fail "vcpuplaced did not come up connected; see $vpd_log"
 
 n_start=0 n_started=0 n_refused=0 n_startfail=0 n_stop=0 n_kill9=0 n_qemukill=0
-n_libvirtd=0 n_libvirtd_skipped=0 n_violations=0 bad_rounds=0
+n_libvirtd=0 n_libvirtd_skipped=0 n_violations=0 bad_rounds=0 n_hotplug=0
 settle_ms_max=0
 
 running() {
@@ -131,6 +143,8 @@ for ((round = 1; round <= rounds; round++)); do
     rnd 1000000 && seed1=$((R + 1))
     rnd 1000000 && seed2=$((R + 1))
     rnd 1000000 && seed3=$((R + 1))
+    rnd 2 && do_hotplug=$R
+    rnd 1000000 && seed4=$((R + 1))
     starts=$(stopped "$now" | pick "$nstart" "$seed1")
     stops=$(grep . <<<"$now" | pick "$nstop" "$seed2" || true)
     actions="start [$(paste -sd" " <<<"$starts")] stop [$(paste -sd" " <<<"$stops")]"
@@ -152,6 +166,14 @@ for ((round = 1; round <= rounds; round++)); do
         if [ -n "$victim" ] && qpid=$(cat "/run/libvirt/qemu/$victim.pid" 2>/dev/null); then
             kill -KILL "$qpid" 2>/dev/null && n_qemukill=$((n_qemukill + 1))
             actions+=" qemu-kill [$victim]"
+        fi
+    fi
+    if [ "$do_hotplug" = 1 ]; then
+        grown=$(grep -xF -f <(printf '%s\n' "${hotpluggable[@]}") <<<"$now" |
+            grep -vxF -f <(echo "$stops") | pick 1 "$seed4" || true)
+        if [ -n "$grown" ] && virsh -q setvcpus "$grown" 2 --live >/dev/null 2>&1; then
+            n_hotplug=$((n_hotplug + 1))
+            actions+=" hotplug [$grown]"
         fi
     fi
     if [ "$do_kill9" = 1 ]; then
@@ -209,7 +231,7 @@ summary="rounds=$rounds seed=$seed bad_rounds=$bad_rounds violations=$n_violatio
 summary+=" starts=$n_start started=$n_started refused=$n_refused start_failed=$n_startfail"
 summary+=" destroys=$n_stop vcpuplaced_sigkill=$n_kill9 qemu_killed=$n_qemukill"
 summary+=" libvirtd_restarts=$n_libvirtd libvirtd_restarts_skipped=$n_libvirtd_skipped"
-summary+=" longest_settle_ms=$settle_ms_max"
+summary+=" hotplugs=$n_hotplug longest_settle_ms=$settle_ms_max"
 echo "chaos: $summary"
 if [ -n "${VP_CHAOS_OUT:-}" ]; then
     python3 -c 'import json,sys; print(json.dumps({k: int(v) for k, v in (a.split("=") for a in sys.argv[1:])}, indent=1))' \
