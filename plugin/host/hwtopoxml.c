@@ -31,6 +31,8 @@ vpHwtopoXMLRead(const char *path, gsize *len, GError **error)
     g_autofree char *text = why ? NULL : g_malloc(st.st_size + 1);
     if (text && read(fd, text, st.st_size) != st.st_size)
         why = "short read";
+    else if (text && memchr(text, '\0', st.st_size))
+        why = "a NUL byte inside (not an XML export)";
     if (fd >= 0)
         close(fd);
     if (why) {
@@ -65,6 +67,49 @@ numberBelow(const char *value, guint64 limit)
            g_ascii_string_to_unsigned(value, 10, 0, limit - 1, &v, NULL);
 }
 
+/* hwloc's bitmap text as its exports write it: comma-separated words of up to 8 hex digits,
+ * each 0x-prefixed or bare, a run of zero words left empty (",,") but never the first, an
+ * infinite set starting 0xf...f. hwloc 2.9's reader asserts (or, built without assertions,
+ * writes out of bounds) on a first word that is empty or not a number. */
+static gboolean
+bitmapText(const char *value)
+{
+    if (g_str_has_prefix(value, "0xf...f"))
+        value += strlen("0xf...f");
+    else if (*value == ',' || *value == '\0')
+        return FALSE;
+    else
+        value--;
+    do {
+        value++;
+        bool prefixed = value[0] == '0' && value[1] == 'x';
+        value += prefixed ? 2 : 0;
+        gsize digits = strspn(value, "0123456789abcdefABCDEF");
+        if (digits > 8 || (digits == 0 && (prefixed || (*value != ',' && *value != '\0'))))
+            return FALSE;
+        value += digits;
+    } while (*value == ',');
+    return *value == '\0';
+}
+
+static const char *const vpHwtopoBitmaps[] = {"cpuset",  "complete_cpuset",  "allowed_cpuset",
+                                              "nodeset", "complete_nodeset", "allowed_nodeset"};
+
+static gboolean
+checkBitmaps(const char *tag, const char *end, const char *path, GError **error)
+{
+    for (gsize i = 0; i < G_N_ELEMENTS(vpHwtopoBitmaps); i++) {
+        g_autofree char *value = attrValue(tag, end, vpHwtopoBitmaps[i]);
+        if (value && !bitmapText(value)) {
+            g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
+                        "topology '%s': %s='%.24s' is not an hwloc bitmap (0x words, commas)", path,
+                        vpHwtopoBitmaps[i], value);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static gboolean
 checkObject(const char *tag, const char *end, const char *path, guint *pus, GError **error)
 {
@@ -73,6 +118,8 @@ checkObject(const char *tag, const char *end, const char *path, guint *pus, GErr
     g_autofree char *memory = attrValue(tag, end, "local_memory");
     gboolean numbered = g_strcmp0(type, "PU") == 0 || g_strcmp0(type, "NUMANode") == 0;
     *pus += g_strcmp0(type, "PU") == 0;
+    if (!checkBitmaps(tag, end, path, error))
+        return FALSE;
     if (numbered && os && !numberBelow(os, VP_TOPOLOGY_MAX_CPUS)) {
         g_set_error(error, VP_ERROR, VP_ERROR_INVALID,
                     "topology '%s': %s os_index='%.24s' is not a number below %d", path, type, os,
