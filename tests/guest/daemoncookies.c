@@ -277,6 +277,25 @@ waitDomain(vpDaemon *d, const char *name, bool (*done)(JsonObject *, gpointer), 
     }
 }
 
+/* Runs the loop until the daemon has forgotten a stopped domain, or time is up. On a real
+ * host libvirt's release hook frees it before the next start can be admitted; the test
+ * driver runs no hook, so the daemon learns of the stop from the event its loop handles. */
+static bool
+waitForgotten(vpDaemon *d, const char *name)
+{
+    gint64 deadline = g_get_monotonic_time() + SETTLE_S * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr(JsonNode) rec = vpCookiesDomainJson(vpDaemonCookies(d), name);
+        if (!rec)
+            return true;
+        if (g_get_monotonic_time() > deadline)
+            return false;
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(20 * 1000);
+    }
+}
+
 static bool
 stateIs(JsonObject *o, gpointer state)
 {
@@ -501,6 +520,12 @@ smt(vpDaemon *d, Vm *vms)
      * again, vm2 gets a cookie of its own, not the group's. */
     old = vcpuCookie(vm, 2);
     stopDomain(d, vm);
+    vpgCheck(waitForgotten(d, vm->name), "stopped-forgotten",
+             "the daemon keeps no record of the stopped vm");
+    /* gb's third vCPU, floating for want of room, takes one of vm's CPUs as they free up:
+     * off (done with) makes room for vm2's second. */
+    stopDomain(d, off);
+    vpgCheck(waitForgotten(d, off->name), "stopped-forgotten", "nor of the stopped off");
     if (!startDomain(d, vm2))
         return;
     o = waitDomain(d, vm2->name, stateIs, "ok", &hold);
@@ -512,8 +537,6 @@ smt(vpDaemon *d, Vm *vms)
              "vm2: %s, cookie %#" G_GINT64_MODIFIER "x, group %#" G_GINT64_MODIFIER "x",
              str(o, "state"), X(fresh), X(group));
     checkRecord(vm2->name, o, vm2);
-    vpgCheck(vpCookiesDomainJson(vpDaemonCookies(d), vm->name) == NULL, "stopped-forgotten",
-             "the daemon keeps no record of the stopped vm");
 
     /* vm2's second vCPU thread wrongly carries the group's cookie: vm2 is set right again
      * on the next pass (the daemon kicks one when something changes; do it here). */
