@@ -6,6 +6,7 @@
  * (vpActuatorSetUnlockedFunc): the main thread holds no lock and does not poll, as while
  * it waits on libvirt, and the real hook runs from there.
  */
+#include "checkmain.h"
 #include "harness.h"
 
 #include "core/model/ledger.h"
@@ -205,9 +206,10 @@ START_TEST(test_two_domains_concurrent)
 }
 END_TEST
 
-static Suite *
-suite(void)
+Suite *
+vpTestSuite(void)
 {
+    g_log_set_writer_func(quietWriter, NULL, NULL);
     Suite *s = suite_create("jobs");
     TCase *tc = tcase_create("integration");
     tcase_add_checked_fixture(tc, setupTmp, teardownTmp);
@@ -217,15 +219,4 @@ suite(void)
     tcase_add_test(tc, test_two_domains_concurrent);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int
-main(void)
-{
-    g_log_set_writer_func(quietWriter, NULL, NULL);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

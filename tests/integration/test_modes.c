@@ -4,6 +4,7 @@
  * hook and CLI. What a fresh install does on a busy host: report, pin nothing, refuse
  * nothing; then one switch at a time to enforcing.
  */
+#include "checkmain.h"
 #include "harness.h"
 
 #include "daemon/daemon.h"
@@ -158,9 +159,10 @@ START_TEST(test_last_good_configuration)
 }
 END_TEST
 
-static Suite *
-suite(void)
+Suite *
+vpTestSuite(void)
 {
+    g_log_set_writer_func(quietWriter, NULL, NULL);
     Suite *s = suite_create("modes");
     TCase *tc = tcase_create("integration");
     tcase_add_checked_fixture(tc, setupTmp, teardownTmp);
@@ -169,15 +171,4 @@ suite(void)
     tcase_add_test(tc, test_last_good_configuration);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int
-main(void)
-{
-    g_log_set_writer_func(quietWriter, NULL, NULL);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -4,6 +4,7 @@
  * vCPUs than CPUs, each vCPU pinned by libvirt to the set its plan names; an isolate VM
  * keeps its core; the start past the ratio is refused by the hook with the figures.
  */
+#include "checkmain.h"
 #include "harness.h"
 
 #include "core/model/ledger.h"
@@ -87,9 +88,10 @@ START_TEST(test_shared_overcommit)
 }
 END_TEST
 
-static Suite *
-suite(void)
+Suite *
+vpTestSuite(void)
 {
+    g_log_set_writer_func(quietWriter, NULL, NULL);
     Suite *s = suite_create("shared");
     TCase *tc = tcase_create("shared");
 
@@ -98,15 +100,4 @@ suite(void)
     tcase_add_test(tc, test_shared_overcommit);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int
-main(void)
-{
-    g_log_set_writer_func(quietWriter, NULL, NULL);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
